@@ -1,0 +1,443 @@
+// Package jsonrpc classifies one frame as a JSON-RPC 2.0 request,
+// notification, response or batch, by a strict parse, without re-encoding
+// anything (JSON-RPC 2.0 specification §4–§6; RFC 8259).
+//
+// Strict means: the frame is valid UTF-8, is exactly one JSON value, has no
+// duplicate member names at any depth (a parser differential between the
+// gateway and the server would be a policy bypass), and has the shape of a
+// JSON-RPC 2.0 message. Member values are returned as sub-slices of the frame,
+// so ids keep their JSON type and exact number text.
+package jsonrpc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kind is what a frame was classified as.
+type Kind uint8
+
+// The kinds of frame.
+const (
+	KindInvalid Kind = iota
+	KindRequest
+	KindNotification
+	KindResponse
+	KindBatch
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	case KindBatch:
+		return "batch"
+	}
+	return "invalid"
+}
+
+// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1).
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// ID is a JSON-RPC id as it appeared on the wire: the raw token text
+// (`"7"`, `7`, `1.0`, `null`), or absent.
+type ID struct {
+	raw []byte
+}
+
+// NewID returns the ID whose raw token text is raw (a JSON string, number or
+// null). It does not validate raw.
+func NewID(raw []byte) ID { return ID{raw: raw} }
+
+// Present reports whether the message had an "id" member.
+func (id ID) Present() bool { return id.raw != nil }
+
+// Raw returns the id's exact token text, or nil when absent.
+func (id ID) Raw() []byte { return id.raw }
+
+// IsNull reports whether the id is present and the JSON null.
+func (id ID) IsNull() bool { return string(id.raw) == "null" }
+
+// String returns the raw token text, or "" when absent.
+func (id ID) String() string { return string(id.raw) }
+
+// Key returns an identity for matching a response to its request. Two ids
+// have the same key when they are the same JSON value of the same type: the
+// string "7" and the number 7 differ; the numbers 1, 1.0 and 1e0 are equal;
+// "\u0037" equals "7". Absent ids have the key "".
+func (id ID) Key() string {
+	if len(id.raw) == 0 {
+		return ""
+	}
+	switch c := id.raw[0]; {
+	case c == '"':
+		if bytes.IndexByte(id.raw, '\\') < 0 {
+			return "s:" + string(id.raw[1:len(id.raw)-1])
+		}
+		v, err := jsontext.AppendUnquote(nil, id.raw)
+		if err != nil {
+			return "r:" + string(id.raw)
+		}
+		return "s:" + string(v)
+	case c == 'n':
+		return "null"
+	default:
+		return "n:" + canonicalNumber(id.raw)
+	}
+}
+
+// canonicalNumber returns a canonical text for a JSON number token so that
+// equal values compare equal. Plain integers are returned as they are.
+func canonicalNumber(tok []byte) string {
+	plain := true
+	for i, c := range tok {
+		if c == '-' && i == 0 {
+			continue
+		}
+		if c < '0' || c > '9' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		if string(tok) == "-0" {
+			return "0"
+		}
+		return string(tok)
+	}
+	// Bound the work a hostile exponent can cause.
+	if e := bytes.IndexAny(tok, "eE"); e >= 0 && len(tok)-e > 5 {
+		return string(tok)
+	}
+	var r big.Rat
+	if _, ok := r.SetString(string(tok)); !ok {
+		return string(tok)
+	}
+	return r.RatString()
+}
+
+// Message is one classified frame. Byte slices alias the frame passed to
+// Parse and are valid as long as it is.
+type Message struct {
+	// Kind is the classification.
+	Kind Kind
+	// ID is the "id" member (requests and responses).
+	ID ID
+	// Method is the "method" member (requests and notifications).
+	Method string
+	// Params is the raw "params" value, nil when absent.
+	Params []byte
+	// Result is the raw "result" value of a response, nil when absent.
+	Result []byte
+	// Error is the raw "error" value of a response, nil when absent.
+	Error []byte
+	// Members are the messages of a batch, in order.
+	Members []Message
+	// Raw is the message's JSON text: the whole frame body for a top-level
+	// message (terminator excluded), or the member's text in a batch.
+	Raw []byte
+}
+
+// Error is why a frame is invalid. Code is the JSON-RPC error code the sender
+// should get: CodeParseError for frames that are not strict JSON,
+// CodeInvalidRequest for JSON that is not a JSON-RPC 2.0 message.
+type Error struct {
+	Code    int
+	Message string
+	// ID is the message's id when one could be read, so that the error can
+	// be addressed to the sender.
+	ID ID
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// ErrInvalid is matched by errors.Is for every *Error.
+var ErrInvalid = errors.New("invalid JSON-RPC frame")
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+var decoders = sync.Pool{New: func() any { return new(parser) }}
+
+type parser struct {
+	rd  bytes.Reader
+	dec jsontext.Decoder
+}
+
+// Body returns frame without its line terminator ("\n" or "\r\n").
+func Body(frame []byte) []byte {
+	n := len(frame)
+	if n > 0 && frame[n-1] == '\n' {
+		n--
+		if n > 0 && frame[n-1] == '\r' {
+			n--
+		}
+	}
+	return frame[:n]
+}
+
+// Parse classifies one frame (its terminator, if any, is ignored). On
+// success the returned Message has Kind request, notification, response or
+// batch. Otherwise it returns a Message of KindInvalid and an *Error whose
+// Code says how to answer: -32700 for anything that is not exactly one strict
+// JSON value (bad syntax, invalid UTF-8, duplicate member names, trailing
+// data), -32600 for JSON that is not a JSON-RPC 2.0 message or batch.
+func Parse(frame []byte) (Message, error) {
+	body := Body(frame)
+	p := decoders.Get().(*parser)
+	defer decoders.Put(p)
+	p.rd.Reset(body)
+	p.dec.Reset(&p.rd)
+	v, err := p.dec.ReadValue()
+	if err != nil {
+		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+	}
+	end := int(p.dec.InputOffset())
+	if _, err := p.dec.ReadToken(); err != io.EOF {
+		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: data after the JSON value"}
+	}
+	val := body[end-len(v) : end]
+	switch v.Kind() {
+	case '{':
+		p.rd.Reset(val)
+		p.dec.Reset(&p.rd)
+		m, perr := classify(&p.dec, val)
+		if perr != nil {
+			return Message{Raw: body}, perr
+		}
+		return m, nil
+	case '[':
+		p.rd.Reset(val)
+		p.dec.Reset(&p.rd)
+		return parseBatch(&p.dec, val)
+	}
+	return Message{Raw: body}, &Error{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 object or batch"}
+}
+
+func syntaxReason(err error) string {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		msg := se.Err.Error()
+		if strings.Contains(msg, "duplicate") {
+			return "duplicate member name " + se.JSONPointer.LastToken()
+		}
+		return fmt.Sprintf("%s at byte %d", msg, se.ByteOffset)
+	}
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "empty or truncated JSON"
+	}
+	return err.Error()
+}
+
+// parseBatch splits an already validated array into members.
+func parseBatch(dec *jsontext.Decoder, val []byte) (Message, error) {
+	m := Message{Kind: KindBatch, Raw: val}
+	if _, err := dec.ReadToken(); err != nil {
+		return Message{Raw: val}, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+	}
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return Message{Raw: val}, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+		}
+		end := int(dec.InputOffset())
+		member := val[end-len(v) : end]
+		if v.Kind() != '{' {
+			return Message{Raw: val}, &Error{Code: CodeInvalidRequest, Message: "invalid request: batch member is not an object"}
+		}
+		var sub jsontext.Decoder
+		sub.Reset(bytes.NewReader(member))
+		mm, perr := classify(&sub, member)
+		if perr != nil {
+			return Message{Raw: val}, perr
+		}
+		m.Members = append(m.Members, mm)
+	}
+	if len(m.Members) == 0 {
+		return Message{Raw: val}, &Error{Code: CodeInvalidRequest, Message: "invalid request: empty batch"}
+	}
+	return m, nil
+}
+
+// classify reads the members of one JSON object that is known to be strict
+// JSON and decides what JSON-RPC message it is.
+func classify(dec *jsontext.Decoder, obj []byte) (Message, *Error) {
+	m := Message{Raw: obj}
+	if _, err := dec.ReadToken(); err != nil {
+		return m, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+	}
+	var (
+		version          []byte
+		hasMethod, hasID bool
+		methodKind       jsontext.Kind
+	)
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return m, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+		}
+		key := name.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return m, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+		}
+		end := int(dec.InputOffset())
+		raw := obj[end-len(v) : end]
+		switch key {
+		case "jsonrpc":
+			version = raw
+		case "id":
+			hasID = true
+			m.ID = ID{raw: raw}
+		case "method":
+			hasMethod = true
+			methodKind = v.Kind()
+			if methodKind == '"' {
+				s, err := jsontext.AppendUnquote(nil, raw)
+				if err != nil {
+					return m, &Error{Code: CodeParseError, Message: "parse error: bad method string"}
+				}
+				m.Method = string(s)
+			}
+		case "params":
+			m.Params = raw
+		case "result":
+			m.Result = raw
+		case "error":
+			m.Error = raw
+		}
+	}
+	if string(version) != `"2.0"` {
+		return m, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`, ID: validID(m.ID)}
+	}
+	if hasID {
+		switch m.ID.raw[0] {
+		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		default:
+			return m, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string, a number or null"}
+		}
+		if m.ID.raw[0] == 'n' && string(m.ID.raw) != "null" {
+			return m, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string, a number or null"}
+		}
+	}
+	if hasMethod {
+		if methodKind != '"' {
+			return m, &Error{Code: CodeInvalidRequest, Message: `invalid request: "method" must be a string`, ID: m.ID}
+		}
+		if m.Result != nil || m.Error != nil {
+			return m, &Error{Code: CodeInvalidRequest, Message: "invalid request: a request cannot carry result or error", ID: m.ID}
+		}
+		if m.Params != nil && m.Params[0] != '{' && m.Params[0] != '[' {
+			return m, &Error{Code: CodeInvalidRequest, Message: `invalid request: "params" must be an object or an array`, ID: m.ID}
+		}
+		if hasID {
+			m.Kind = KindRequest
+		} else {
+			m.Kind = KindNotification
+		}
+		return m, nil
+	}
+	if !hasID {
+		return m, &Error{Code: CodeInvalidRequest, Message: "invalid request: neither a request (method) nor a response (id)"}
+	}
+	if (m.Result == nil) == (m.Error == nil) {
+		return m, &Error{Code: CodeInvalidRequest, Message: "invalid response: exactly one of result and error is required", ID: m.ID}
+	}
+	if m.Error != nil && m.Error[0] != '{' {
+		return m, &Error{Code: CodeInvalidRequest, Message: `invalid response: "error" must be an object`, ID: m.ID}
+	}
+	m.Kind = KindResponse
+	return m, nil
+}
+
+// validID returns id when it has a JSON-RPC id type, else the absent ID.
+func validID(id ID) ID {
+	if len(id.raw) == 0 {
+		return ID{}
+	}
+	switch id.raw[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return id
+	}
+	return ID{}
+}
+
+// SniffID looks for a top-level "id" member in the leading bytes of a JSON
+// object that may be cut off anywhere (the prefix of an oversized frame). It
+// returns the id when its whole value was read and is a string or number,
+// else the absent ID. Nothing else of the prefix is trusted.
+func SniffID(prefix []byte) ID {
+	var dec jsontext.Decoder
+	dec.Reset(bytes.NewReader(prefix), jsontext.AllowDuplicateNames(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ID{}
+	}
+	for {
+		name, err := dec.ReadToken()
+		if err != nil || name.Kind() != '"' {
+			return ID{}
+		}
+		if name.String() != "id" {
+			if _, err := dec.ReadValue(); err != nil {
+				return ID{}
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return ID{}
+		}
+		switch v.Kind() {
+		case '"', '0':
+			end := int(dec.InputOffset())
+			return ID{raw: append([]byte(nil), prefix[end-len(v):end]...)}
+		}
+		return ID{}
+	}
+}
+
+// ObjectMembers calls fn for each member of the JSON object obj, in order,
+// with the member name and its raw value (a sub-slice of obj). obj must
+// already be strict JSON (from a parsed Message). It returns an error when
+// obj is not an object.
+func ObjectMembers(obj []byte, fn func(name string, value []byte)) error {
+	var dec jsontext.Decoder
+	dec.Reset(bytes.NewReader(obj))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return fmt.Errorf("read object: %w", err)
+	}
+	if tok.Kind() != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return fmt.Errorf("read member name: %w", err)
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return fmt.Errorf("read member %q: %w", name.String(), err)
+		}
+		end := int(dec.InputOffset())
+		fn(name.String(), obj[end-len(v):end])
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+// Package wire frames the stdio transport: LF-delimited lines of any length up
+// to a configured limit, returned exactly as they arrived (MCP 2025-11-25
+// "Transports", stdio: messages are delimited by newlines).
+//
+// A frame is the bytes of one line including its terminator, which is "\n"
+// or "\r\n" as sent; nothing is trimmed, decoded or re-encoded. There is no
+// 64 KiB scanner limit: a line may be as long as the configured maximum.
+package wire
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// DefaultMaxFrameBytes is the default frame limit: 16 MiB, terminator
+// included.
+const DefaultMaxFrameBytes = 16 << 20
+
+// readChunk is the size of the bufio.Reader under a Reader: lines shorter
+// than this are returned without any extra copy.
+const readChunk = 64 << 10
+
+// keepBuffer is the largest accumulation buffer a Reader keeps between
+// frames; a larger one (from an exceptionally long frame) is released so that
+// one big frame does not pin its memory for the rest of the session.
+const keepBuffer = 1 << 20
+
+// FrameTooLargeError reports a line longer than the limit. The line has been
+// consumed and discarded up to and including its LF (or to end of input);
+// reading may continue with the next frame.
+type FrameTooLargeError struct {
+	// Size is the full length of the discarded line in bytes, terminator
+	// included.
+	Size int64
+	// Limit is the configured maximum frame size in bytes.
+	Limit int
+	// Prefix holds the first bytes of the discarded line (at most
+	// PrefixBytes), so that a caller can try to find the JSON-RPC id and
+	// address an error to the sender.
+	Prefix []byte
+}
+
+// PrefixBytes is how many leading bytes of an oversized frame are kept in
+// FrameTooLargeError.Prefix.
+const PrefixBytes = 4096
+
+func (e *FrameTooLargeError) Error() string {
+	return fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
+}
+
+// ErrFrameTooLarge is matched by errors.Is for every *FrameTooLargeError.
+var ErrFrameTooLarge = errors.New("frame exceeds the limit")
+
+// Is makes errors.Is(err, ErrFrameTooLarge) true.
+func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
+
+// Reader reads frames from a byte stream. It is not safe for concurrent use.
+type Reader struct {
+	br    *bufio.Reader
+	limit int
+	buf   []byte
+}
+
+// NewReader returns a Reader over r that accepts frames of at most maxFrame
+// bytes, terminator included. maxFrame <= 0 means DefaultMaxFrameBytes.
+func NewReader(r io.Reader, maxFrame int) *Reader {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrameBytes
+	}
+	return &Reader{br: bufio.NewReaderSize(r, readChunk), limit: maxFrame}
+}
+
+// Limit returns the maximum frame size in bytes.
+func (r *Reader) Limit() int { return r.limit }
+
+// ReadFrame returns the next frame: one line including its LF (and the CR
+// before it, if any). The returned slice is valid only until the next call.
+//
+// At end of input, a final line without LF is returned as a frame with a nil
+// error, and the next call returns io.EOF. A line longer than the limit is
+// discarded to its LF and reported as *FrameTooLargeError; the Reader stays
+// usable. Other errors are those of the underlying reader.
+func (r *Reader) ReadFrame() ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if err == nil {
+		if len(line) > r.limit {
+			return nil, r.tooLarge(line, int64(len(line)), false)
+		}
+		return line, nil
+	}
+	if err != bufio.ErrBufferFull {
+		if len(line) > 0 && err == io.EOF {
+			if len(line) > r.limit {
+				return nil, r.tooLarge(line, int64(len(line)), true)
+			}
+			return line, nil
+		}
+		return nil, err
+	}
+	// A long line: accumulate chunks up to the limit.
+	if cap(r.buf) > keepBuffer {
+		r.buf = nil
+	}
+	acc := append(r.buf[:0], line...)
+	for {
+		line, err = r.br.ReadSlice('\n')
+		if len(acc)+len(line) > r.limit {
+			size := int64(len(acc) + len(line))
+			if len(acc) < PrefixBytes {
+				acc = append(acc, line[:min(len(line), PrefixBytes-len(acc))]...)
+			}
+			r.buf = acc
+			return nil, r.tooLarge(acc, size, err != nil && err != bufio.ErrBufferFull)
+		}
+		acc = append(acc, line...)
+		switch err {
+		case nil:
+			r.buf = acc
+			return acc, nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			r.buf = acc
+			return acc, nil
+		default:
+			r.buf = acc
+			return nil, err
+		}
+	}
+}
+
+// tooLarge discards the rest of the current line (unless ended is true) and
+// builds the error. seen counts the bytes of the line consumed so far.
+func (r *Reader) tooLarge(head []byte, seen int64, ended bool) error {
+	e := &FrameTooLargeError{Limit: r.limit, Prefix: append([]byte(nil), head[:min(len(head), PrefixBytes)]...)}
+	size := seen
+	if !ended && (len(head) == 0 || head[len(head)-1] != '\n') {
+		for {
+			line, err := r.br.ReadSlice('\n')
+			size += int64(len(line))
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+	}
+	e.Size = size
+	return e
+}
+
+// Writer writes whole frames to a byte stream. It is safe for concurrent
+// use: each WriteFrame is one uninterleaved write.
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter returns a Writer over w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// WriteFrame writes frame exactly as given (the caller includes the
+// terminator). It returns the underlying writer's error, wrapped.
+func (w *Writer) WriteFrame(frame []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.w.Write(frame); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
+}

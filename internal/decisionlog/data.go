@@ -1,0 +1,201 @@
+package decisionlog
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Decisions, i.e. the enforced action in [ToolDecision.Decision].
+const (
+	DecisionAllow   = "allow"
+	DecisionDeny    = "deny"
+	DecisionMonitor = "monitor"
+)
+
+// Strengths of a tool_call_id (request-receipts.md §7).
+const (
+	// StrengthStrong marks a tool_call_id the caller supplied in
+	// params._meta under one of the configured strong keys.
+	StrengthStrong = "strong"
+	// StrengthWeak marks a derived tool_call_id (req_… or gen_…). Weak ids
+	// repeat across sessions or cannot be reproduced: nothing may join on
+	// them as a strong key.
+	StrengthWeak = "weak"
+)
+
+// Values of [ToolDecision.ToolCallIDSource] for derived ids. For strong ids
+// the source is the _meta key that held the id.
+const (
+	SourceJSONRPCID = "jsonrpc_id" // tool_call_id is "req_" + the JSON-RPC id
+	SourceGenerated = "generated"  // tool_call_id is "gen_" + a random UUID
+)
+
+// Prefixes of derived tool_call_ids.
+const (
+	PrefixRequest   = "req_"
+	PrefixGenerated = "gen_"
+)
+
+// DefaultStrongKeys are the params._meta keys whose non-empty string value
+// is admitted as a strong tool_call_id when no keys are configured
+// (request-receipts.md §7).
+var DefaultStrongKeys = []string{"claudecode/toolUseId", "tool_call_id"}
+
+// ToolDecision is the `data` of a [TypeToolDecision] event: the policy
+// decision for one tools/call request (request-receipts.md §7).
+type ToolDecision struct {
+	// Tool is params.name of the request.
+	Tool string `json:"tool"`
+	// Decision is the enforced action: allow, deny or monitor.
+	Decision string `json:"decision"`
+	// ReasonCode is a stable machine-readable reason.
+	ReasonCode string `json:"reason_code"`
+	// Reason is a human-readable reason. It must not contain argument
+	// values.
+	Reason string `json:"reason"`
+	// MatchedRule names the policy rule that decided, "" when none did.
+	MatchedRule string `json:"matched_rule"`
+	// PolicyName and PolicyVersion identify the policy in force.
+	PolicyName    string `json:"policy_name"`
+	PolicyVersion string `json:"policy_version"`
+	// Shadow is the decision of a shadow (not enforced) policy, if any.
+	Shadow *ShadowDecision `json:"shadow,omitempty"`
+	// RPCIDPresent reports whether the request had an `id` member.
+	RPCIDPresent bool `json:"rpc_id_present"`
+	// RPCID is the request's `id` token verbatim (a number keeps its
+	// original text, never passing through float64); nil is written as
+	// null, which is also what an absent id projects to.
+	RPCID json.RawMessage `json:"rpc_id"`
+	// ToolCallID, ToolCallIDStrength and ToolCallIDSource are the result
+	// of [ToolCallID].
+	ToolCallID         string `json:"tool_call_id"`
+	ToolCallIDStrength string `json:"tool_call_id_strength"`
+	ToolCallIDSource   string `json:"tool_call_id_source"`
+	// PrincipalID, Role and ServerID identify the caller and the server
+	// when known.
+	PrincipalID string `json:"principal_id,omitempty"`
+	Role        string `json:"role,omitempty"`
+	ServerID    string `json:"server_id,omitempty"`
+	// SideEffect is the tool's side effect summary (read_only, mutating
+	// or destructive); ToolKnown reports whether the tool was listed by
+	// the server.
+	SideEffect string `json:"side_effect"`
+	ToolKnown  bool   `json:"tool_known"`
+	// Forwarded reports whether the call is forwarded to the server.
+	Forwarded bool `json:"forwarded"`
+}
+
+// ShadowDecision is what a shadow policy would have decided; it is recorded
+// but not enforced.
+type ShadowDecision struct {
+	Action      string `json:"action"`
+	MatchedRule string `json:"matched_rule"`
+	Reason      string `json:"reason"`
+}
+
+// SessionStart is the `data` of the [TypeSessionStart] event, emitted once
+// per proxy invocation before any other event (request-receipts.md §5).
+type SessionStart struct {
+	// GatehouseVersion is the version of the running binary.
+	GatehouseVersion string `json:"gatehouse_version"`
+	// PID is the gateway's process id.
+	PID int `json:"pid"`
+	// ServerCommand holds only argv[0] of the server command, never its
+	// arguments (they may hold secrets); see [ServerCommand].
+	ServerCommand []string `json:"server_command"`
+	PolicyName    string   `json:"policy_name"`
+	PolicyVersion string   `json:"policy_version"`
+	// Capture is set only when request receipts are on; it then carries
+	// only the scope.
+	Capture *Capture `json:"capture,omitempty"`
+}
+
+// SessionStop is the `data` of the [TypeSessionStop] event, emitted once at
+// orderly shutdown (request-receipts.md §5). A run that was killed has none.
+type SessionStop struct {
+	// Reason says why the run ended, e.g. "client_eof", "server_exit",
+	// "signal" or "receipts_path_taken".
+	Reason string `json:"reason"`
+	// ExitCode is the server's exit code when it is known.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Capture is set only when request receipts are on; it then carries
+	// the scope, the state and the number of records written.
+	Capture *Capture `json:"capture,omitempty"`
+}
+
+// Capture states in a stop event (request-receipts.md §5).
+const (
+	CaptureComplete   = "complete"
+	CaptureIncomplete = "incomplete"
+)
+
+// Capture is the request-receipts part of a session event. In a start event
+// only Scope is set; in a stop event all three are (Records is a pointer so
+// that a count of 0 is still written).
+type Capture struct {
+	// Scope is the receipts' scope: a random UUID made once per proxy
+	// invocation.
+	Scope string `json:"scope"`
+	// State is "complete" or "incomplete" (stop event only).
+	State string `json:"state,omitempty"`
+	// Records is the number of receipts written (stop event only).
+	Records *int `json:"records,omitempty"`
+}
+
+// ServerCommand returns the part of a server command line that may be
+// logged: a one-element slice holding argv[0], or an empty slice when argv
+// is empty. Arguments are never returned: they may hold secrets.
+func ServerCommand(argv []string) []string {
+	if len(argv) == 0 {
+		return []string{}
+	}
+	return []string{argv[0]}
+}
+
+// ToolCallID derives the tool_call_id of a tools/call request
+// (request-receipts.md §7) from its params._meta object (nil when absent or
+// not an object), the configured strong keys (nil means
+// [DefaultStrongKeys]; an empty non-nil slice admits no strong key), and the
+// request's JSON-RPC id (whether the member is present, and its raw token).
+//
+//   - strong: the first key of strongKeys, in order, whose value in meta is
+//     a non-empty string that does not start with "req_" or "gen_". The id
+//     is that string, the source the key. A caller-supplied value that
+//     starts with "req_" or "gen_" looks like a derived id and is never
+//     admitted as a strong key (seed: "req_/gen_ IDs remain ineligible as
+//     strong keys"); the next key is tried and then the derived forms.
+//   - weak "req_<id>", source "jsonrpc_id": when the id is a JSON string
+//     (its decoded value) or a JSON number (its token text verbatim).
+//   - weak "gen_<uuid v4>", source "generated": when the id is absent,
+//     null, or anything else (an object, array, boolean or undecodable
+//     token is not a valid JSON-RPC id).
+func ToolCallID(meta map[string]any, strongKeys []string, rpcIDPresent bool, rpcIDRaw []byte) (id, strength, source string) {
+	if strongKeys == nil {
+		strongKeys = DefaultStrongKeys
+	}
+	for _, k := range strongKeys {
+		s, ok := meta[k].(string)
+		if !ok || s == "" || strings.HasPrefix(s, PrefixRequest) || strings.HasPrefix(s, PrefixGenerated) {
+			continue
+		}
+		return s, StrengthStrong, k
+	}
+	if rpcIDPresent {
+		raw := strings.TrimSpace(string(rpcIDRaw))
+		switch {
+		case strings.HasPrefix(raw, `"`):
+			var s string
+			if err := json.Unmarshal([]byte(raw), &s); err == nil {
+				return PrefixRequest + s, StrengthWeak, SourceJSONRPCID
+			}
+		case raw != "" && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+			var n json.Number
+			if err := json.Unmarshal([]byte(raw), &n); err == nil {
+				return PrefixRequest + raw, StrengthWeak, SourceJSONRPCID
+			}
+		}
+	}
+	return PrefixGenerated + uuid.NewString(), StrengthWeak, SourceGenerated
+}

@@ -1,0 +1,327 @@
+// Package policy loads Gatehouse policies and evaluates them against tool
+// calls (../../docs/policy.md; shared/spec/evidence.md §5).
+//
+// A policy is a YAML file: a name, a version, defaults, and an ordered list of
+// rules. A rule selects tools by glob patterns on the tool name and by an
+// optional condition written in CEL (https://cel.dev) over the principal, the
+// server, the tool's normalized metadata (evidence.md §4), the call's
+// arguments and its `_meta`. Rules run in file order; the first matching
+// enforcing rule decides, and the first matching shadow rule is reported
+// next to the decision without changing it.
+//
+// [Parse] and [Load] do all the work that can fail: YAML decoding with strict
+// keys, validation, glob syntax checks and CEL compilation and type checking.
+// The resulting [*Policy] is immutable; [Policy.Evaluate] is pure and safe for
+// concurrent use.
+package policy
+
+import (
+	"github.com/google/cel-go/cel"
+)
+
+// Action is what the gateway does with a tools/call (evidence.md §5).
+type Action string
+
+// Actions of the policy vocabulary (evidence.md §5). Only allow, deny and
+// monitor are accepted in policy files today: redact and quarantine are
+// recognized but rejected by [Parse] with a "not supported yet" error, so that
+// a policy written for a later Gatehouse fails loudly instead of being
+// enforced differently.
+const (
+	// ActionAllow forwards the call.
+	ActionAllow Action = "allow"
+	// ActionDeny answers the call with a denial; it never reaches the server.
+	ActionDeny Action = "deny"
+	// ActionMonitor forwards the call and flags the decision for review.
+	ActionMonitor Action = "monitor"
+	// ActionRedact forwards the call with sensitive values rewritten (not
+	// supported in policy files yet).
+	ActionRedact Action = "redact"
+	// ActionQuarantine holds the tool until a person releases it (not
+	// supported in policy files yet).
+	ActionQuarantine Action = "quarantine"
+)
+
+// Mode says whether a rule's outcome is enforced (evidence.md §5, "shadow").
+type Mode string
+
+// Rule modes.
+const (
+	// ModeEnforce: the first matching enforce rule decides the call. It is
+	// the default when a rule has no mode.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow: the rule is evaluated and its would-have outcome reported
+	// in [Decision.Shadow], but it never changes [Decision.Action].
+	ModeShadow Mode = "shadow"
+)
+
+// Values of [Settings] fields.
+const (
+	// UnknownToolFetch: refresh tools/list from the server and evaluate the
+	// call with whatever was learned about the tool.
+	UnknownToolFetch = "fetch"
+	// UnknownToolDeny: deny a call to a tool the gateway has not seen listed,
+	// without evaluating rules.
+	UnknownToolDeny = "deny"
+
+	// DenyResponseError answers a denied call with a JSON-RPC error.
+	DenyResponseError = "error"
+	// DenyResponseToolResult answers a denied call with a successful
+	// JSON-RPC response carrying a tool result with isError true, so that the
+	// model sees the reason.
+	DenyResponseToolResult = "tool_result"
+
+	// OnLogFailureFailClosed: when the decision log cannot be written, an
+	// enforcing policy denies the call.
+	OnLogFailureFailClosed = "fail_closed"
+	// OnLogFailureFailOpen: when the decision log cannot be written, the
+	// decision is applied anyway.
+	OnLogFailureFailOpen = "fail_open"
+)
+
+// Reason codes of a [Decision].
+const (
+	// ReasonCodeRule: an enforce rule matched.
+	ReasonCodeRule = "rule"
+	// ReasonCodeDefault: no enforce rule matched; defaults.action applied.
+	ReasonCodeDefault = "default"
+	// ReasonCodeConditionError: a rule's condition failed at run time (a
+	// missing map key, a type mismatch, the cost limit); the call is denied.
+	ReasonCodeConditionError = "condition_error"
+)
+
+// Settings are the gateway behaviours a policy configures besides its rules,
+// from the `defaults` block of the policy file. All fields are always set to
+// one of their documented values.
+//
+// [Policy.Evaluate] does not consult Settings: the gateway does, around it.
+type Settings struct {
+	// UnknownTool is what to do with a tools/call for a tool the gateway has
+	// not seen in a tools/list result: [UnknownToolFetch] ("fetch", the
+	// default) or [UnknownToolDeny] ("deny").
+	UnknownTool string
+	// DenyResponse is how a denied call is answered: [DenyResponseError]
+	// ("error", the default) or [DenyResponseToolResult] ("tool_result").
+	DenyResponse string
+	// OnLogFailure is what a failed decision-log write does to an enforcing
+	// policy: [OnLogFailureFailClosed] ("fail_closed", the default) or
+	// [OnLogFailureFailOpen] ("fail_open").
+	OnLogFailure string
+}
+
+// Principal is who makes the call: CEL variable `principal`, a map with keys
+// `id` and `role` (both strings, possibly empty).
+type Principal struct {
+	// ID is the actor reference (evidence.md §6 actor_ref_id).
+	ID string `json:"id"`
+	// Role is the gateway role or persona, e.g. "readonly_agent".
+	Role string `json:"role"`
+}
+
+// Tool is the normalized metadata of the called tool (evidence.md §4): CEL
+// variable `tool`, a map with keys `name` (string), `known` (bool), `title`
+// (string), `description` (string), `annotations` (map) and `side_effect`
+// (string).
+type Tool struct {
+	// Name is the tool name from params.name.
+	Name string `json:"name"`
+	// Known is true when the gateway saw the tool in a tools/list result.
+	Known bool `json:"known"`
+	// Title and Description are the listed title and description; empty
+	// when unknown.
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// Annotations are the effective annotation hints, as returned by
+	// mcp.Annotations.Map (spec defaults applied). Nil or empty when the tool
+	// is unknown; a nil map is presented to conditions as an empty map.
+	Annotations map[string]any `json:"annotations"`
+	// SideEffect is the side effect summary: "read_only", "mutating" or
+	// "destructive" (mcp.Annotations.SideEffect). Empty is presented to
+	// conditions as "destructive", the specification default for a tool about
+	// which nothing is known.
+	SideEffect string `json:"side_effect"`
+}
+
+// Input is everything a policy may look at for one tools/call. The gateway
+// builds it; [Policy.Evaluate] only reads it.
+type Input struct {
+	// Principal is CEL variable `principal`.
+	Principal Principal `json:"principal"`
+	// ServerID is the configured id of the upstream server: CEL variable
+	// `server`, a map with key `id`.
+	ServerID string `json:"server_id"`
+	// Tool is CEL variable `tool`.
+	Tool Tool `json:"tool"`
+	// Arguments is params.arguments decoded from JSON: CEL variable
+	// `arguments`. Values are nil, bool, string, int64 (integral numbers
+	// that fit), float64 (other numbers, including integers beyond int64),
+	// []any and map[string]any; json.Number is also accepted and converted
+	// the same way. Nil is presented as an empty map. Integers and floats
+	// compare with each other numerically in conditions.
+	Arguments map[string]any `json:"arguments"`
+	// Meta is params._meta, decoded like Arguments: CEL variable `meta`. Nil
+	// is presented as an empty map.
+	Meta map[string]any `json:"meta"`
+}
+
+// Decision is the outcome of [Policy.Evaluate] (evidence.md §5, §6: action,
+// matched_rule, reason, policy_version, shadow_mode).
+type Decision struct {
+	// Action is the enforced action: the first matching enforce rule's, or
+	// defaults.action, or deny on a condition error. A matching shadow rule
+	// never changes it.
+	Action Action `json:"action"`
+	// Rule is the id of the enforce rule that decided, or "default" when
+	// none matched.
+	Rule string `json:"rule"`
+	// Reason is the rule's reason, "no rule matched; default action", or
+	// "condition of rule ID failed to evaluate". It never contains argument
+	// values.
+	Reason string `json:"reason"`
+	// ReasonCode is [ReasonCodeRule], [ReasonCodeDefault] or
+	// [ReasonCodeConditionError].
+	ReasonCode string `json:"reason_code"`
+	// Shadow is the first matching shadow rule in file order, wherever it
+	// stands relative to the deciding rule; nil when no shadow rule matched.
+	Shadow *ShadowDecision `json:"shadow,omitempty"`
+	// PolicyName and PolicyVersion identify the policy that decided.
+	PolicyName    string `json:"policy_name"`
+	PolicyVersion string `json:"policy_version"`
+}
+
+// ShadowDecision is what a shadow-mode rule would have decided had it been
+// enforced (evidence.md §5). A shadow rule whose condition fails at run time
+// counts as matching with Action deny and ReasonCode
+// [ReasonCodeConditionError], because that is what enforcing it would do.
+type ShadowDecision struct {
+	Action Action `json:"action"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	// ReasonCode is [ReasonCodeRule] or [ReasonCodeConditionError].
+	ReasonCode string `json:"reason_code"`
+}
+
+// Policy is a compiled policy: validated, with its conditions compiled to CEL
+// programs. It is immutable and safe for concurrent use. Build one with
+// [Load], [Parse] or [Default].
+type Policy struct {
+	name, version string
+	defaultAction Action
+	settings      Settings
+	rules         []rule
+	lastShadow    int // index of the last shadow rule, -1 if none
+}
+
+// rule is one compiled rule.
+type rule struct {
+	id     string
+	line   int
+	tools  []glob // nil: every tool
+	prg    cel.Program
+	action Action
+	reason string
+	mode   Mode
+	// condErr is the fixed reason used when the condition fails.
+	condErr string
+}
+
+// Default returns the built-in policy used when none is configured: name
+// "builtin-default", version "1", defaults.action allow, unknown_tool fetch,
+// deny_response error, on_log_failure fail_closed, no rules.
+func Default() *Policy {
+	return &Policy{
+		name:          "builtin-default",
+		version:       "1",
+		defaultAction: ActionAllow,
+		settings:      defaultSettings,
+		lastShadow:    -1,
+	}
+}
+
+var defaultSettings = Settings{
+	UnknownTool:  UnknownToolFetch,
+	DenyResponse: DenyResponseError,
+	OnLogFailure: OnLogFailureFailClosed,
+}
+
+// Name returns the policy's name field.
+func (p *Policy) Name() string { return p.name }
+
+// Version returns the policy's version field, recorded as policy_version in
+// every decision (evidence.md §5).
+func (p *Policy) Version() string { return p.version }
+
+// Settings returns the policy's defaults other than the default action.
+func (p *Policy) Settings() Settings { return p.settings }
+
+const defaultReason = "no rule matched; default action"
+
+// Evaluate decides the call described by in (evidence.md §5). Rules are tried
+// in file order; a rule matches when one of its tool patterns matches
+// in.Tool.Name (or it has none) and its condition is true (or it has none).
+// The first matching enforce rule decides. If none matches, defaults.action
+// applies with Rule "default". A condition that fails at run time denies the
+// call with ReasonCode "condition_error" (fail closed). The first matching
+// shadow rule is reported in Decision.Shadow.
+//
+// A nil in is treated as a zero Input. Evaluate does not modify in, does not
+// retain it, and is safe for concurrent use.
+func (p *Policy) Evaluate(in *Input) Decision {
+	if in == nil {
+		in = &Input{}
+	}
+	d := Decision{PolicyName: p.name, PolicyVersion: p.version}
+	decided := false
+	var act *activation
+	for i := range p.rules {
+		if decided && (d.Shadow != nil || i > p.lastShadow) {
+			break
+		}
+		r := &p.rules[i]
+		shadow := r.mode == ModeShadow
+		if (shadow && d.Shadow != nil) || (!shadow && decided) {
+			continue
+		}
+		if !r.matchTool(in.Tool.Name) {
+			continue
+		}
+		ok := true // condition evaluated without error
+		if r.prg != nil {
+			if act == nil {
+				act = newActivation(in)
+			}
+			var match bool
+			match, ok = r.eval(act)
+			if ok && !match {
+				continue
+			}
+		}
+		action, reason, code := r.action, r.reason, ReasonCodeRule
+		if !ok {
+			action, reason, code = ActionDeny, r.condErr, ReasonCodeConditionError
+		}
+		if shadow {
+			d.Shadow = &ShadowDecision{Action: action, Rule: r.id, Reason: reason, ReasonCode: code}
+			continue
+		}
+		d.Action, d.Rule, d.Reason, d.ReasonCode = action, r.id, reason, code
+		decided = true
+	}
+	if !decided {
+		d.Action, d.Rule, d.Reason, d.ReasonCode = p.defaultAction, "default", defaultReason, ReasonCodeDefault
+	}
+	return d
+}
+
+// matchTool reports whether the rule's tool patterns select name.
+func (r *rule) matchTool(name string) bool {
+	if r.tools == nil {
+		return true
+	}
+	for _, g := range r.tools {
+		if g.match(name) {
+			return true
+		}
+	}
+	return false
+}

@@ -210,11 +210,12 @@ func Parse(frame []byte) (Message, error) {
 		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
 	}
 	end := int(p.dec.InputOffset())
+	val := body[end-len(v) : end]
+	// v is only valid until the next read; val is its place in body.
 	if _, err := p.dec.ReadToken(); err != io.EOF {
 		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: data after the JSON value"}
 	}
-	val := body[end-len(v) : end]
-	switch v.Kind() {
+	switch val[0] {
 	case '{':
 		p.rd.Reset(val)
 		p.dec.Reset(&p.rd)
@@ -428,16 +429,17 @@ func ObjectMembers(obj []byte, fn func(name string, value []byte)) error {
 		return fmt.Errorf("not a JSON object")
 	}
 	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return fmt.Errorf("read member name: %w", err)
 		}
+		name := tok.String()
 		v, err := dec.ReadValue()
 		if err != nil {
-			return fmt.Errorf("read member %q: %w", name.String(), err)
+			return fmt.Errorf("read member %q: %w", name, err)
 		}
 		end := int(dec.InputOffset())
-		fn(name.String(), obj[end-len(v):end])
+		fn(name, obj[end-len(v):end])
 	}
 	return nil
 }

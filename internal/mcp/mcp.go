@@ -7,6 +7,8 @@
 // 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28.
 package mcp
 
+import "encoding/json"
+
 // Method names used by the gateway (MCP specification, "Schema" page of each
 // revision).
 const (
@@ -98,4 +100,15 @@ func (a Annotations) Map() map[string]any {
 		"idempotentHint":  get(a.IdempotentHint, false),
 		"openWorldHint":   get(a.OpenWorldHint, true),
 	}
+}
+
+// Tool is a tool definition from a tools/list result ("Tools" page of each
+// revision). Schemas are kept as raw JSON.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  Annotations     `json:"annotations"`
 }

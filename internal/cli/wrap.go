@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/stdio"
+	"github.com/gatehouse-mcp/gatehouse/internal/wire"
+)
+
+// DefaultPolicyNotice is the one stderr line printed when wrap runs without
+// --policy.
+const DefaultPolicyNotice = "gatehouse: no --policy given: using the built-in default policy (allow every tool call, record every decision)"
+
+type wrapFlags struct {
+	policyPath   string
+	role         string
+	principal    string
+	serverID     string
+	decisionLog  string
+	eventSource  string
+	maxFrame     int
+	grace        time.Duration
+	receiptsPath string
+	logLevel     string
+}
+
+func newWrapCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var f wrapFlags
+	cmd := &cobra.Command{
+		Use:   "wrap [flags] -- COMMAND [ARGS...]",
+		Short: "Relay one stdio MCP server, deciding every tools/call by policy",
+		Long: `wrap starts COMMAND (without a shell) as a stdio MCP server and relays the
+protocol between its own stdin/stdout (the MCP client) and the server, byte for
+byte. Every tools/call request is decided by policy before it reaches the
+server; decisions go to the decision log.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
+				return &exitError{code: stdio.ExitUsage, err: errors.New("wrap: give the server command after --, e.g. gatehouse wrap -- npx my-server")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWrap(cmd.Context(), &f, args, stdin, stdout, stderr)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: stdio.ExitUsage, err: err}
+	})
+	fl := cmd.Flags()
+	fl.StringVar(&f.policyPath, "policy", "", "policy file (YAML); without it the built-in default policy applies")
+	fl.StringVar(&f.role, "role", "", "the caller's role, for policy (principal.role)")
+	fl.StringVar(&f.principal, "principal", "", "the caller's id, for policy (principal.id)")
+	fl.StringVar(&f.serverID, "server-id", "", "the server's id, for policy and evidence (default: the command's base name)")
+	fl.StringVar(&f.decisionLog, "decision-log", "", "append CloudEvents decision events to this file (created 0600)")
+	fl.StringVar(&f.eventSource, "event-source", "", "CloudEvents source URI of the events, e.g. gatehouse://host/name (required with --decision-log)")
+	fl.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest frame in bytes, terminator included, in both directions")
+	fl.DurationVar(&f.grace, "shutdown-grace", 2*time.Second, "wait after closing the server's stdin before SIGTERM, and after SIGTERM before SIGKILL")
+	fl.StringVar(&f.receiptsPath, "request-receipts-out", "", "record request-decision receipts to this new file (requires --decision-log and --event-source)")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "diagnostics on stderr: debug, info, warn or error")
+	return cmd
+}
+
+// configError marks a configuration refused before the server is spawned.
+func configError(format string, a ...any) error {
+	return &exitError{code: stdio.ExitConfig, err: fmt.Errorf(format, a...)}
+}
+
+func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return &exitError{code: stdio.ExitUsage, err: fmt.Errorf("--log-level: %w", err)}
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	// Everything that can be checked before the server starts is checked
+	// here; a refused configuration never spawns it.
+	if f.maxFrame < 1024 {
+		return configError("--max-frame-bytes must be at least 1024, got %d", f.maxFrame)
+	}
+	pol := policy.Default()
+	if f.policyPath != "" {
+		p, err := policy.Load(f.policyPath)
+		if err != nil {
+			return configError("%v", err)
+		}
+		pol = p
+	} else {
+		fmt.Fprintln(stderr, DefaultPolicyNotice)
+	}
+	if f.decisionLog == "" && (f.eventSource != "") {
+		return configError("--event-source needs --decision-log")
+	}
+	if f.receiptsPath != "" && (f.decisionLog == "" || f.eventSource == "") {
+		return configError("--request-receipts-out requires --decision-log and --event-source")
+	}
+	inputs := []string{}
+	if f.policyPath != "" {
+		inputs = append(inputs, f.policyPath)
+	}
+	var dlog *decisionlog.Log
+	if f.decisionLog != "" {
+		if f.eventSource == "" {
+			return configError("--decision-log requires --event-source (a URI such as gatehouse://localhost/wrap)")
+		}
+		if err := decisionlog.ValidateSource(f.eventSource); err != nil {
+			return configError("--event-source: %v", err)
+		}
+		if err := checkOutput(f.decisionLog, inputs); err != nil {
+			return configError("--decision-log: %v", err)
+		}
+	}
+	rec, err := newReceipts(f, inputs, stderr)
+	if err != nil {
+		return configError("--request-receipts-out: %v", err)
+	}
+	if f.decisionLog != "" {
+		l, err := decisionlog.Open(f.decisionLog, f.eventSource)
+		if err != nil {
+			return configError("--decision-log: %v", err)
+		}
+		defer l.Close()
+		dlog = l
+	}
+	serverID := f.serverID
+	if serverID == "" {
+		serverID = filepath.Base(argv[0])
+	}
+	cfg := gateway.Config{
+		Policy:        pol,
+		Principal:     policy.Principal{ID: f.principal, Role: f.role},
+		ServerID:      serverID,
+		Log:           dlog,
+		MaxFrameBytes: f.maxFrame,
+		Logger:        logger,
+	}
+	if rec != nil {
+		cfg.Receipts = rec
+	}
+	var capture *decisionlog.Capture
+	if rec != nil {
+		capture = &decisionlog.Capture{Scope: rec.Scope()}
+	}
+	opts := stdio.Options{
+		Argv:    argv,
+		Session: cfg,
+		Grace:   f.grace,
+		Stdin:   stdin,
+		Stdout:  stdout,
+		Stderr:  stderr,
+		Logger:  logger,
+		OnStart: func(pid int) {
+			if dlog == nil {
+				return
+			}
+			_, err := dlog.Emit(decisionlog.TypeSessionStart, decisionlog.SessionStart{
+				GatehouseVersion: Version,
+				PID:              os.Getpid(),
+				ServerCommand:    decisionlog.ServerCommand(argv),
+				PolicyName:       pol.Name(),
+				PolicyVersion:    pol.Version(),
+				Capture:          capture,
+			})
+			if err != nil {
+				logger.Error("decision log write failed", "err", err)
+			}
+		},
+		OnStop: func(reason string, code int) {
+			if dlog == nil {
+				return
+			}
+			stop := decisionlog.SessionStop{Reason: reason, ExitCode: &code}
+			if rec != nil {
+				_ = rec.Close()
+				state, n := rec.State()
+				stop.Capture = &decisionlog.Capture{Scope: rec.Scope(), State: state, Records: &n}
+			}
+			if _, err := dlog.Emit(decisionlog.TypeSessionStop, stop); err != nil {
+				logger.Error("decision log write failed", "err", err)
+			}
+		},
+	}
+	code, err := stdio.Run(ctx, opts)
+	if err != nil {
+		if errors.Is(err, stdio.ErrStart) {
+			return &exitError{code: code, err: err}
+		}
+		fmt.Fprintf(stderr, "gatehouse: %v\n", err)
+	}
+	if code != 0 {
+		return &exitError{code: code, err: errors.New("")}
+	}
+	return nil
+}
+
+// checkOutput checks, before the server starts, that path can be used as an
+// append-only output file: its directory exists, it is not a directory or
+// other special file, it can be opened for writing, and it is not the same
+// file as any of the others (after resolving symlinks; same device and inode
+// where both exist).
+func checkOutput(path string, others []string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory of %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := syscall.Access(dir, 2); err != nil {
+		return fmt.Errorf("directory %s is not writable: %w", dir, err)
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file", path)
+	}
+	for _, o := range others {
+		if sameFile(path, o) {
+			return fmt.Errorf("%s is the same file as %s", path, o)
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether a and b name the same file: equal after making
+// them absolute and resolving symlinks of their existing parts, or the same
+// device and inode when both exist (hard links).
+func sameFile(a, b string) bool {
+	ra, rb := resolve(a), resolve(b)
+	if ra == rb {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+func resolve(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(abs)
+	if r, err := filepath.EvalSymlinks(strings.TrimSuffix(dir, "/")); err == nil {
+		return filepath.Join(r, base)
+	}
+	return abs
+}

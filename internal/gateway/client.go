@@ -1,0 +1,231 @@
+package gateway
+
+import (
+	"fmt"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/wire"
+)
+
+// handleClient classifies one client frame and relays, answers or refuses
+// it. frame includes its terminator and is only valid during the call.
+func (s *Session) handleClient(frame []byte) error {
+	m, err := jsonrpc.Parse(frame)
+	if !s.opened.Load() && !(err == nil && m.Kind == jsonrpc.KindRequest && m.Method == mcp.MethodServerDiscover) {
+		if err := s.openReceipts(); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		perr := err.(*jsonrpc.Error)
+		s.record("client", perr.Message, perr.Code, len(frame), perr.ID)
+		return s.sendClient(errorFrame(perr.ID, perr.Code, "gatehouse: "+perr.Message, nil))
+	}
+	switch m.Kind {
+	case jsonrpc.KindBatch:
+		return s.clientBatch(frame, &m)
+	default:
+		out, reply, err := s.clientMessage(frame, &m, false)
+		if err != nil {
+			return err
+		}
+		if reply != nil {
+			if err := s.sendClient(reply); err != nil {
+				return err
+			}
+		}
+		if out {
+			return s.sendServer(frame)
+		}
+		return nil
+	}
+}
+
+// openReceipts creates the receipt sidecar at the first client frame that is
+// not server/discover (request-receipts.md §2).
+func (s *Session) openReceipts() error {
+	if s.cfg.Receipts == nil || s.opened.Swap(true) {
+		return nil
+	}
+	if err := s.cfg.Receipts.Open(); err != nil {
+		return fmt.Errorf("%w: request receipts: %w", ErrFatal, err)
+	}
+	return nil
+}
+
+// clientMessage handles one client message (top level or batch member). It
+// reports whether the message is to be forwarded, and an answer to send to
+// the client instead, if any. line is the exact received line for a
+// top-level message (receipts bind it); nil for batch members.
+func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (forward bool, reply []byte, err error) {
+	switch m.Kind {
+	case jsonrpc.KindRequest, jsonrpc.KindNotification:
+		s.noteDeclaredRevision(m)
+		if m.Method == mcp.MethodToolsCall {
+			return s.toolCall(line, m, inBatch)
+		}
+		if m.Kind == jsonrpc.KindNotification {
+			if m.Method == mcp.MethodCancelled {
+				s.forgetCancelled(m.Params)
+			}
+			return true, nil, nil
+		}
+		p := &pending{method: m.Method}
+		if m.Method == mcp.MethodToolsList {
+			p.cursor = hasMember(m.Params, "cursor")
+		}
+		if !s.addPending(m.ID, p) {
+			s.record("client", "request id already in flight", jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
+			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
+		}
+		return true, nil, nil
+	case jsonrpc.KindResponse:
+		s.mu.Lock()
+		_, ok := s.pendingS2C[m.ID.Key()]
+		delete(s.pendingS2C, m.ID.Key())
+		s.mu.Unlock()
+		if !ok {
+			s.stats.Dropped.Add(1)
+			s.record("client", "response to no pending server request", 0, len(m.Raw), m.ID)
+			return false, nil, nil
+		}
+		return true, nil, nil
+	}
+	return false, nil, nil
+}
+
+// addPending registers a client request; false when its id is in flight.
+func (s *Session) addPending(id jsonrpc.ID, p *pending) bool {
+	k := id.Key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.pendingC2S[k]; dup {
+		return false
+	}
+	s.pendingC2S[k] = p
+	return true
+}
+
+// forgetCancelled drops the pending entry of a request the client cancelled
+// (notifications/cancelled, "Cancellation"): a late response is then
+// dropped. The notification itself is forwarded at once.
+func (s *Session) forgetCancelled(params []byte) {
+	if params == nil || params[0] != '{' {
+		return
+	}
+	_ = jsonrpc.ObjectMembers(params, func(name string, v []byte) {
+		if name == "requestId" {
+			k := jsonrpc.NewID(v).Key()
+			s.mu.Lock()
+			delete(s.pendingC2S, k)
+			s.mu.Unlock()
+		}
+	})
+}
+
+// noteDeclaredRevision learns the revision a stateless (2026-07-28) request
+// states in params._meta, and keeps its _meta for private requests.
+func (s *Session) noteDeclaredRevision(m *jsonrpc.Message) {
+	if m.Params == nil || m.Params[0] != '{' {
+		return
+	}
+	meta := member(m.Params, "_meta")
+	if meta == nil || meta[0] != '{' {
+		return
+	}
+	v := member(meta, mcp.MetaProtocolVersion)
+	if len(v) < 2 || v[0] != '"' {
+		return
+	}
+	rev := mcp.Revision(v[1 : len(v)-1])
+	if !rev.Stateless() {
+		return
+	}
+	s.mu.Lock()
+	s.revision = rev
+	s.lastMeta = append(s.lastMeta[:0], meta...)
+	s.mu.Unlock()
+}
+
+// clientBatch handles a JSON-RPC batch: refused unless the negotiated
+// revision is 2025-03-26, where every member is decided on its own. When all
+// members go through, the original bytes are forwarded; otherwise the
+// forwarded members are re-joined from their original bytes and the others
+// are answered separately.
+func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
+	rev := s.Revision()
+	if !rev.AllowsBatch() {
+		reason := "JSON-RPC batches are not supported"
+		if rev != "" {
+			reason += " by protocol revision " + string(rev)
+		} else {
+			reason += " before a protocol revision is negotiated"
+		}
+		s.record("client", reason, jsonrpc.CodeInvalidRequest, len(frame), jsonrpc.ID{})
+		return s.sendClient(errorFrame(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
+	}
+	var keep [][]byte
+	var replies [][]byte
+	for i := range m.Members {
+		mm := &m.Members[i]
+		fwd, reply, err := s.clientMessage(nil, mm, true)
+		if err != nil {
+			return err
+		}
+		if fwd {
+			keep = append(keep, mm.Raw)
+		}
+		if reply != nil {
+			replies = append(replies, reply)
+		}
+	}
+	for _, r := range replies {
+		if err := s.sendClient(r); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(keep) == len(m.Members):
+		return s.sendServer(frame)
+	case len(keep) == 0:
+		return nil
+	}
+	out := []byte{'['}
+	for i, k := range keep {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, k...)
+	}
+	out = append(out, ']', '\n')
+	return s.sendServer(out)
+}
+
+// clientOversized answers a client frame over the limit: it was discarded
+// by the reader; the client gets an error addressed to its id when the id
+// could be read from the frame's first bytes.
+func (s *Session) clientOversized(e *wire.FrameTooLargeError) {
+	id := jsonrpc.SniffID(e.Prefix)
+	reason := fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
+	s.record("client", reason, jsonrpc.CodeInvalidRequest, int(e.Size), id)
+	_ = s.sendClient(errorFrame(id, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
+}
+
+// member returns the raw value of the named member of a JSON object, or nil.
+func member(obj []byte, name string) []byte {
+	var out []byte
+	_ = jsonrpc.ObjectMembers(obj, func(n string, v []byte) {
+		if n == name && out == nil {
+			out = v
+		}
+	})
+	return out
+}
+
+func hasMember(obj []byte, name string) bool {
+	if obj == nil || obj[0] != '{' {
+		return false
+	}
+	return member(obj, name) != nil
+}

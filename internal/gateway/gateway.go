@@ -1,0 +1,299 @@
+// Package gateway is the per-connection pipeline between one MCP client and
+// one MCP server: it classifies every frame, tracks pending requests in both
+// directions, learns the negotiated protocol revision and the server's tool
+// catalog, decides every tools/call by policy, records the decision, and then
+// forwards the original bytes or answers the client itself.
+//
+// A Session does not own any transport: the stdio front end (or a test)
+// feeds it the client's and the server's byte streams and gives it the two
+// writers. Requests flow client -> server through RunClient; responses,
+// server requests and notifications flow server -> client through RunServer.
+// The two run concurrently; all shared state is guarded.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/wire"
+)
+
+// Gateway error codes sent to the client, in the JSON-RPC
+// implementation-defined server error range -32000..-32099 (JSON-RPC 2.0
+// §5.1), chosen clear of codes MCP itself assigns.
+const (
+	// CodeDenied answers a tools/call that policy denied.
+	CodeDenied = -32080
+	// CodeNotRecorded answers a tools/call refused because its decision
+	// could not be written to the decision log (fail closed).
+	CodeNotRecorded = -32081
+)
+
+// Recorder is the request-receipt sidecar hook (see package receipts). The
+// gateway calls Open at the first client frame that is not server/discover
+// and Record after each tools/call decision event was emitted.
+type Recorder interface {
+	// Open creates the sidecar file. An error ends the session before the
+	// frame that triggered it is forwarded.
+	Open() error
+	// Record binds the exact received line to the emitted decision event.
+	Record(line []byte, decision decisionlog.Event, rpcIDPresent bool, rpcIDRaw []byte)
+}
+
+// Config is what a Session needs. Policy must be non-nil; every other field
+// may be zero.
+type Config struct {
+	// Policy decides tools/call requests.
+	Policy *policy.Policy
+	// Principal is who is calling (--principal, --role).
+	Principal policy.Principal
+	// ServerID names the server for policy and evidence (--server-id).
+	ServerID string
+	// Log is the decision log; nil records decisions to Logger only.
+	Log *decisionlog.Log
+	// Receipts is the request-receipt sidecar; nil when off.
+	Receipts Recorder
+	// StrongKeys are the params._meta keys whose string value is a strong
+	// tool_call_id; nil means decisionlog.DefaultStrongKeys.
+	StrongKeys []string
+	// MaxFrameBytes is the frame limit in bytes in both directions; <= 0
+	// means wire.DefaultMaxFrameBytes.
+	MaxFrameBytes int
+	// FetchTimeout bounds the private tools/list a call to an unknown tool
+	// waits for; <= 0 means 5 seconds.
+	FetchTimeout time.Duration
+	// Logger receives diagnostics (stderr in the CLI); nil discards them.
+	Logger *slog.Logger
+}
+
+// ErrFatal wraps errors that end the session: the peer's writer failed, or
+// the receipt sidecar could not be created.
+var ErrFatal = errors.New("session cannot continue")
+
+// Session is one client connection relayed to one server.
+type Session struct {
+	cfg      Config
+	settings policy.Settings
+	log      *slog.Logger
+	toServer *wire.Writer
+	toClient *wire.Writer
+
+	mu          sync.Mutex
+	pendingC2S  map[string]*pending // client requests awaiting the server
+	pendingS2C  map[string]struct{} // server requests awaiting the client
+	private     map[string]chan []byte
+	revision    mcp.Revision // negotiated (initialize) or last declared (stateless)
+	lastMeta    []byte       // params._meta of the last stateless request, for private requests
+	receiptsErr error
+
+	opened    atomic.Bool
+	privSeq   atomic.Uint64
+	privNonce string
+	catalog   *catalog
+	stats     Stats
+}
+
+type pending struct {
+	method string
+	cursor bool // tools/list with a cursor param
+}
+
+// Stats counts what a session saw; read it after the session ends.
+type Stats struct {
+	ToolCalls, Denied, Rejected, Dropped atomic.Int64
+}
+
+// New returns a Session that writes to the server through toServer and to
+// the client through toClient.
+func New(cfg Config, toServer, toClient io.Writer) *Session {
+	if cfg.Policy == nil {
+		cfg.Policy = policy.Default()
+	}
+	if cfg.StrongKeys == nil {
+		cfg.StrongKeys = decisionlog.DefaultStrongKeys
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 5 * time.Second
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	return &Session{
+		cfg:        cfg,
+		settings:   cfg.Policy.Settings(),
+		log:        lg,
+		toServer:   wire.NewWriter(toServer),
+		toClient:   wire.NewWriter(toClient),
+		pendingC2S: map[string]*pending{},
+		pendingS2C: map[string]struct{}{},
+		private:    map[string]chan []byte{},
+		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
+		catalog:    newCatalog(),
+	}
+}
+
+// Stats returns the session's counters.
+func (s *Session) Stats() *Stats { return &s.stats }
+
+// Revision returns the negotiated protocol revision, or "" before one is
+// known.
+func (s *Session) Revision() mcp.Revision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revision
+}
+
+// RunClient relays frames from the client until r ends. It returns nil at
+// end of input, or an error wrapping ErrFatal when the session cannot
+// continue (the server's stdin failed, the receipt file was taken).
+func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
+	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		frame, err := rd.ReadFrame()
+		if err != nil {
+			var big *wire.FrameTooLargeError
+			if errors.As(err, &big) {
+				s.clientOversized(big)
+				continue
+			}
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("read from client: %w", err)
+		}
+		if err := s.handleClient(frame); err != nil {
+			return err
+		}
+	}
+}
+
+// RunServer relays frames from the server until r ends. It returns nil at
+// end of input, or an error wrapping ErrFatal when writing to the client
+// failed.
+func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
+	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
+	defer s.closePrivate()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		frame, err := rd.ReadFrame()
+		if err != nil {
+			var big *wire.FrameTooLargeError
+			if errors.As(err, &big) {
+				if err := s.serverOversized(big); err != nil {
+					return err
+				}
+				continue
+			}
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("read from server: %w", err)
+		}
+		if err := s.handleServer(frame); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Session) closePrivate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, ch := range s.private {
+		close(ch)
+		delete(s.private, k)
+	}
+}
+
+// sendClient writes one frame to the client.
+func (s *Session) sendClient(frame []byte) error {
+	if err := s.toClient.WriteFrame(frame); err != nil {
+		return fmt.Errorf("%w: to client: %w", ErrFatal, err)
+	}
+	return nil
+}
+
+// sendServer writes one frame to the server.
+func (s *Session) sendServer(frame []byte) error {
+	if err := s.toServer.WriteFrame(frame); err != nil {
+		return fmt.Errorf("%w: to server: %w", ErrFatal, err)
+	}
+	return nil
+}
+
+// errorFrame builds a JSON-RPC error response with the given id (null when
+// absent), code and message, and optional raw JSON data.
+func errorFrame(id jsonrpc.ID, code int, message string, data []byte) []byte {
+	b := make([]byte, 0, 128+len(message)+len(data))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if id.Present() {
+		b = append(b, id.Raw()...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = strconv.AppendQuote(b, message)
+	if len(data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, data...)
+	}
+	b = append(b, "}}\n"...)
+	return b
+}
+
+// record notes a frame the gateway refused, dropped or could not relay: a
+// warning on the diagnostic logger and, when a decision log is configured, a
+// gatehouse.frame.rejected.v1 event. Frame contents are never recorded.
+func (s *Session) record(direction, reason string, code int, size int, id jsonrpc.ID) {
+	s.stats.Rejected.Add(1)
+	s.log.Warn("frame refused", "direction", direction, "reason", reason, "bytes", size)
+	if s.cfg.Log == nil {
+		return
+	}
+	data := frameRejected{Direction: direction, Reason: reason, Code: code, Bytes: size}
+	if id.Present() {
+		data.RPCID = id.Raw()
+	}
+	if _, err := s.cfg.Log.Emit(decisionlog.TypeFrameRejected, data); err != nil {
+		s.log.Error("decision log write failed", "err", err)
+	}
+}
+
+type frameRejected struct {
+	Direction string `json:"direction"`
+	Reason    string `json:"reason"`
+	Code      int    `json:"code,omitempty"`
+	Bytes     int    `json:"bytes"`
+	RPCID     rawJSON `json:"rpc_id,omitempty"`
+}
+
+// rawJSON is a json.RawMessage that marshals as itself.
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
+}

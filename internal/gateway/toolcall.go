@@ -1,0 +1,232 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+// Rule names the gateway itself uses in decisions that no policy rule made.
+const (
+	RuleUnknownTool   = "unknown_tool"
+	RuleNotRecorded   = "decision_not_recorded"
+	reasonUnknownTool = "the server has not listed this tool"
+)
+
+// toolCallParams are the parts of tools/call params the gateway reads.
+type toolCallParams struct {
+	name      string
+	arguments []byte
+	meta      []byte
+}
+
+func parseToolCall(params []byte) (toolCallParams, bool) {
+	var p toolCallParams
+	if params == nil || params[0] != '{' {
+		return p, false
+	}
+	ok := false
+	_ = jsonrpc.ObjectMembers(params, func(n string, v []byte) {
+		switch n {
+		case "name":
+			if v[0] == '"' {
+				var s string
+				if json.Unmarshal(v, &s) == nil {
+					p.name, ok = s, true
+				}
+			}
+		case "arguments":
+			p.arguments = v
+		case "_meta":
+			p.meta = v
+		}
+	})
+	if p.arguments != nil && p.arguments[0] != '{' {
+		return p, false
+	}
+	return p, ok && p.name != ""
+}
+
+// toolCall decides one tools/call request or notification: look up the
+// tool (refreshing the catalog when needed), evaluate policy, emit the
+// decision event, bind the receipt, then forward or answer.
+func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool, []byte, error) {
+	p, ok := parseToolCall(m.Params)
+	if !ok {
+		s.record("client", "tools/call params need a string name and object arguments", jsonrpc.CodeInvalidParams, len(m.Raw), m.ID)
+		if m.Kind == jsonrpc.KindNotification {
+			return false, nil, nil
+		}
+		return false, errorFrame(m.ID, jsonrpc.CodeInvalidParams, "gatehouse: invalid tools/call params: a string name and object arguments are required", nil), nil
+	}
+	isRequest := m.Kind == jsonrpc.KindRequest
+	if isRequest {
+		s.mu.Lock()
+		_, dup := s.pendingC2S[m.ID.Key()]
+		s.mu.Unlock()
+		if dup {
+			s.record("client", "request id already in flight", jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
+			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
+		}
+	}
+	s.stats.ToolCalls.Add(1)
+
+	tool, known, stale := s.catalog.lookup(p.name)
+	if (!known || stale) && s.settings.UnknownTool == "fetch" && !inBatch {
+		s.refreshCatalog(p.meta)
+		tool, known, _ = s.catalog.lookup(p.name)
+	}
+	meta := decodeObject(p.meta)
+	in := &policy.Input{
+		Principal: s.cfg.Principal,
+		ServerID:  s.cfg.ServerID,
+		Tool: policy.Tool{
+			Name:        p.name,
+			Known:       known,
+			Title:       tool.Title,
+			Description: tool.Description,
+			Annotations: map[string]any{},
+			SideEffect:  mcp.SideEffectDestructive,
+		},
+		Arguments: decodeObject(p.arguments),
+		Meta:      meta,
+	}
+	if known {
+		in.Tool.Annotations = tool.Annotations.Map()
+		in.Tool.SideEffect = tool.Annotations.SideEffect()
+	}
+	var d policy.Decision
+	if !known {
+		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleUnknownTool, Reason: reasonUnknownTool, ReasonCode: RuleUnknownTool,
+			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
+	} else {
+		d = s.cfg.Policy.Evaluate(in)
+	}
+	allowed := d.Action == policy.ActionAllow || d.Action == policy.ActionMonitor
+
+	// Evidence before effect: the decision event is written before the
+	// frame is forwarded or answered.
+	var rpcRaw []byte
+	if m.ID.Present() {
+		rpcRaw = m.ID.Raw()
+	}
+	tcID, strength, source := decisionlog.ToolCallID(meta, s.cfg.StrongKeys, m.ID.Present(), rpcRaw)
+	data := decisionlog.ToolDecision{
+		Tool:               p.name,
+		Decision:           string(d.Action),
+		ReasonCode:         d.ReasonCode,
+		Reason:             d.Reason,
+		MatchedRule:        d.Rule,
+		PolicyName:         d.PolicyName,
+		PolicyVersion:      d.PolicyVersion,
+		RPCIDPresent:       m.ID.Present(),
+		RPCID:              json.RawMessage("null"),
+		ToolCallID:         tcID,
+		ToolCallIDStrength: strength,
+		ToolCallIDSource:   source,
+		PrincipalID:        s.cfg.Principal.ID,
+		Role:               s.cfg.Principal.Role,
+		ServerID:           s.cfg.ServerID,
+		SideEffect:         in.Tool.SideEffect,
+		ToolKnown:          known,
+		Forwarded:          allowed,
+	}
+	if m.ID.Present() {
+		data.RPCID = json.RawMessage(rpcRaw)
+	}
+	if d.Shadow != nil {
+		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
+	}
+	code := CodeDenied
+	if s.cfg.Log != nil {
+		ev, err := s.cfg.Log.Emit(decisionlog.TypeToolDecision, data)
+		if err != nil {
+			s.log.Error("decision log write failed", "err", err)
+			if allowed && s.settings.OnLogFailure != "fail_open" {
+				allowed = false
+				code = CodeNotRecorded
+				d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
+			}
+		} else if s.cfg.Receipts != nil && line != nil {
+			s.cfg.Receipts.Record(line, ev, m.ID.Present(), rpcRaw)
+		}
+	} else {
+		s.log.Info("tools/call decision", "tool", p.name, "decision", d.Action, "rule", d.Rule, "tool_call_id", tcID)
+	}
+
+	if allowed {
+		if isRequest && !s.addPending(m.ID, &pending{method: mcp.MethodToolsCall}) {
+			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
+		}
+		return true, nil, nil
+	}
+	s.stats.Denied.Add(1)
+	if !isRequest {
+		return false, nil, nil
+	}
+	return false, s.denyFrame(m.ID, code, d.Rule, d.Reason, p.meta), nil
+}
+
+// denyFrame answers a refused tools/call: a JSON-RPC error (deny_response:
+// error), or a tool result with isError true (deny_response: tool_result).
+// It names the rule and its reason, never the arguments.
+func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string, meta []byte) []byte {
+	msg := "gatehouse: tools/call denied by policy rule " + rule + ": " + reason
+	if s.settings.DenyResponse == "tool_result" && code == CodeDenied {
+		b := []byte(`{"jsonrpc":"2.0","id":`)
+		b = append(b, id.Raw()...)
+		b = append(b, `,"result":{"content":[{"type":"text","text":`...)
+		b = strconv.AppendQuote(b, msg)
+		b = append(b, `}],"isError":true`...)
+		if s.Revision().Stateless() {
+			b = append(b, `,"resultType":"complete"`...)
+		}
+		b = append(b, "}}\n"...)
+		return b
+	}
+	data, _ := json.Marshal(map[string]string{"rule": rule, "reason": reason})
+	return errorFrame(id, code, msg, data)
+}
+
+// decodeObject decodes a JSON object for policy conditions: integers that
+// fit int64 become int64, other numbers float64. nil or a non-object gives
+// an empty map.
+func decodeObject(raw []byte) map[string]any {
+	if len(raw) == 0 || raw[0] != '{' {
+		return map[string]any{}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if dec.Decode(&v) != nil {
+		return map[string]any{}
+	}
+	return convertNumbers(v).(map[string]any)
+}
+
+func convertNumbers(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = convertNumbers(e)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = convertNumbers(e)
+		}
+		return t
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
+		}
+		f, _ := t.Float64()
+		return f
+	}
+	return v
+}

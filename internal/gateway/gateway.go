@@ -281,10 +281,10 @@ func (s *Session) record(direction, reason string, code int, size int, id jsonrp
 }
 
 type frameRejected struct {
-	Direction string `json:"direction"`
-	Reason    string `json:"reason"`
-	Code      int    `json:"code,omitempty"`
-	Bytes     int    `json:"bytes"`
+	Direction string  `json:"direction"`
+	Reason    string  `json:"reason"`
+	Code      int     `json:"code,omitempty"`
+	Bytes     int     `json:"bytes"`
 	RPCID     rawJSON `json:"rpc_id,omitempty"`
 }
 

@@ -1,0 +1,54 @@
+# Gatehouse developer targets. See docs/testing.md for what each one runs,
+# what it installs and where.
+
+GO        ?= go
+BIN       := bin/gatehouse
+# Unit packages: everything except the end-to-end tests, which drive the
+# built binary and real servers.
+UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/test/e2e')
+E2E_PKGS   = ./test/e2e/...
+# Race detector on the unit packages; set RACE= to turn it off.
+RACE      ?= -race
+FUZZTIME  ?= 10s
+BENCH     ?= .
+BENCHCOUNT ?= 1
+
+.PHONY: all build demo deps test test-unit test-e2e bench fuzz lint clean
+
+all: lint build test
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gatehouse
+
+# Real MCP servers and client from npm into .cache/npm (idempotent).
+deps:
+	scripts/install-test-deps.sh
+
+demo:
+	scripts/demo.sh
+
+# The full suite: unit tests with the race detector, then the end-to-end
+# tests against the freshly built binary. Each phase has its own timeout;
+# together they stay well under 30 minutes on 2 cores.
+test: deps build test-unit test-e2e
+
+test-unit:
+	$(GO) test $(RACE) -timeout 12m $(UNIT_PKGS)
+
+test-e2e: build
+	GATEHOUSE_BIN=$(CURDIR)/$(BIN) $(GO) test -timeout 12m $(E2E_PKGS)
+
+bench: deps build
+	GATEHOUSE_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) -timeout 20m ./...
+
+# Each Fuzz target for FUZZTIME (default 10s); see scripts/fuzz.sh.
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+lint:
+	@out="$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...))"; \
+	if [ -n "$$out" ]; then echo "gofmt -l reports unformatted files:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

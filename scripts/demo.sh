@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# demo.sh (make demo) shows Gatehouse in front of a real MCP server driven by
+# a real MCP client:
+#
+#   mcp-inspector-cli  ->  gatehouse wrap (readonly_agent policy)  ->  mcp-server-filesystem
+#
+# It lists the tools, reads a file (allowed), tries to write one (denied by
+# examples/policies/readonly-agent.yaml), shows that the file was not
+# created, and prints the decision log as a table. It exits non-zero when
+# anything unexpected happens, for example when the write goes through.
+#
+# Environment: DEMO_KEEP=1 keeps the temporary directory; DEMO_POLICY picks
+# another policy file (the demo then still insists that the write is denied).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+if [[ -t 1 ]]; then
+	step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	step() { printf '\n== %s\n' "$*"; }
+fi
+fail() { printf '\ndemo: FAILED: %s\n' "$*" >&2; exit 1; }
+
+step "Build gatehouse and install the demo's MCP server and client"
+go build -o bin/gatehouse ./cmd/gatehouse
+scripts/install-test-deps.sh
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-demo.XXXXXX")"
+if [[ "${DEMO_KEEP:-0}" == 1 ]]; then
+	echo "keeping $tmp"
+else
+	trap 'rm -rf "$tmp"' EXIT
+fi
+go build -o "$tmp/logview" ./test/logview
+mkdir "$tmp/data"
+printf 'Hello from behind the gatehouse.\n' >"$tmp/data/hello.txt"
+
+server="${GATEHOUSE_NPM_DIR:-$root/.cache/npm}/node_modules/.bin/mcp-server-filesystem"
+policy="${DEMO_POLICY:-$root/examples/policies/readonly-agent.yaml}"
+wrap=(
+	"$root/bin/gatehouse" wrap
+	--policy "$policy" --role readonly_agent
+	--decision-log "$tmp/decisions.jsonl" --event-source gatehouse://demo/local
+	-- "$server" "$tmp/data"
+)
+echo "server command: ${wrap[*]}"
+
+# client runs mcp-inspector-cli against the wrapped server; stdout and
+# stderr go to $tmp/out and $tmp/err, the exit code is returned.
+client() {
+	local rc=0
+	scripts/inspector "$@" -- "${wrap[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	return $rc
+}
+
+step "tools/list through gatehouse"
+client --method tools/list || { cat "$tmp/err"; fail "tools/list failed"; }
+names="$(grep -o '"name": *"[^"]*"' "$tmp/out" | sed 's/.*"\([^"]*\)"$/\1/' | tr '\n' ' ')"
+echo "tools: $names"
+[[ " $names " == *" read_text_file "* && " $names " == *" write_file "* ]] ||
+	fail "tools/list lacks read_text_file or write_file"
+
+step "read_text_file hello.txt (read-only tool: allowed)"
+client --method tools/call --tool-name read_text_file --tool-arg "path=$tmp/data/hello.txt" ||
+	{ cat "$tmp/err"; fail "the read was refused"; }
+cat "$tmp/out"; echo
+grep -q 'Hello from behind the gatehouse.' "$tmp/out" || fail "the read did not return the file content"
+
+step "write_file pwned.txt (writing tool, role readonly_agent: denied)"
+rc=0
+client --method tools/call --tool-name write_file --tool-arg "path=$tmp/data/pwned.txt" --tool-arg "content=pwned" || rc=$?
+cat "$tmp/out"
+grep -v -e 'deprecated' -e 'Upgrade:' -e 'security fixes only' -e '^\s*$' "$tmp/err" || true
+if [[ $rc != 0 ]]; then
+	grep -q -- '-32080' "$tmp/err" || fail "write_file failed, but not with Gatehouse's deny error -32080"
+	echo "-> denied with JSON-RPC error -32080"
+elif grep -q '"isError": *true' "$tmp/out"; then
+	echo "-> denied with a tool result marked isError"
+else
+	fail "write_file was not denied"
+fi
+
+step "The file was not created"
+if [[ -e "$tmp/data/pwned.txt" ]]; then
+	fail "$tmp/data/pwned.txt exists: the write went through"
+fi
+ls -l "$tmp/data"
+
+step "Decision log ($tmp/decisions.jsonl)"
+"$tmp/logview" -expect read_text_file=allow -expect write_file=deny "$tmp/decisions.jsonl" ||
+	fail "the decision log does not hold the expected decisions"
+
+printf '\ndemo: OK\n'

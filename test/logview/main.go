@@ -1,0 +1,176 @@
+// Command logview prints a Gatehouse decision log (CloudEvents NDJSON, as
+// written by `gatehouse wrap --decision-log`) as a readable table, and
+// optionally checks that it holds the expected tool decisions. It is used by
+// scripts/demo.sh so that the demo needs neither jq nor python.
+//
+// Usage:
+//
+//	logview [-expect TOOL=DECISION]... FILE
+//
+// Each -expect requires at least one gatehouse.tool.decision.v1 event for
+// TOOL with that decision and none for TOOL with another decision. A line
+// that is not a JSON object, or an unmet expectation, makes logview exit 1
+// after printing the table; usage errors exit 2.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Event types written by gatehouse wrap.
+const (
+	typeDecision = "gatehouse.tool.decision.v1"
+	typeStart    = "gatehouse.session.start.v1"
+	typeStop     = "gatehouse.session.stop.v1"
+)
+
+// event is the part of a decision-log line that logview shows.
+type event struct {
+	Type string `json:"type"`
+	Time string `json:"time"`
+	Data struct {
+		Tool               string          `json:"tool"`
+		Decision           string          `json:"decision"`
+		MatchedRule        string          `json:"matched_rule"`
+		Reason             string          `json:"reason"`
+		RPCIDPresent       bool            `json:"rpc_id_present"`
+		RPCID              json.RawMessage `json:"rpc_id"`
+		ToolCallID         string          `json:"tool_call_id"`
+		ToolCallIDStrength string          `json:"tool_call_id_strength"`
+		PolicyName         string          `json:"policy_name"`
+	} `json:"data"`
+}
+
+type expectations map[string]string
+
+func (e expectations) String() string { return fmt.Sprint(map[string]string(e)) }
+
+func (e expectations) Set(s string) error {
+	tool, decision, ok := strings.Cut(s, "=")
+	if !ok || tool == "" || decision == "" {
+		return errors.New("want TOOL=DECISION")
+	}
+	e[tool] = decision
+	return nil
+}
+
+func main() {
+	exp := expectations{}
+	fs := flag.NewFlagSet("logview", flag.ContinueOnError)
+	fs.Var(exp, "expect", "require `TOOL=DECISION` (repeatable)")
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: logview [-expect TOOL=DECISION]... FILE")
+		os.Exit(2)
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "logview:", err)
+		os.Exit(2)
+	}
+	defer f.Close()
+	if err := view(f, os.Stdout, exp); err != nil {
+		fmt.Fprintln(os.Stderr, "logview:", err)
+		os.Exit(1)
+	}
+}
+
+// view writes the table for the log in r to w and returns an error naming
+// every malformed line and unmet expectation.
+func view(r io.Reader, w io.Writer, exp expectations) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tEVENT\tTOOL\tDECISION\tRULE\tRPC ID\tTOOL CALL ID\tREASON")
+	var problems []string
+	seen := map[string]map[string]bool{} // tool -> decisions
+	br := bufio.NewReader(r)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var ev event
+			var raw map[string]json.RawMessage
+			if jerr := json.Unmarshal(line, &raw); jerr != nil {
+				problems = append(problems, fmt.Sprintf("line %d: not a JSON object: %v", n, jerr))
+			} else if jerr := json.Unmarshal(line, &ev); jerr != nil {
+				problems = append(problems, fmt.Sprintf("line %d: %v", n, jerr))
+			} else {
+				row(tw, ev, raw)
+				if ev.Type == typeDecision {
+					if seen[ev.Data.Tool] == nil {
+						seen[ev.Data.Tool] = map[string]bool{}
+					}
+					seen[ev.Data.Tool][ev.Data.Decision] = true
+				}
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				problems = append(problems, err.Error())
+			}
+			break
+		}
+	}
+	tw.Flush()
+	for tool, want := range exp {
+		switch {
+		case !seen[tool][want]:
+			problems = append(problems, fmt.Sprintf("no %q decision for tool %s", want, tool))
+		case len(seen[tool]) > 1:
+			problems = append(problems, fmt.Sprintf("tool %s has decisions other than %q: %v", tool, want, seen[tool]))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
+	ts := ev.Time
+	if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil {
+		ts = t.UTC().Format("15:04:05.000")
+	}
+	d := ev.Data
+	switch ev.Type {
+	case typeDecision:
+		id := "-"
+		if d.RPCIDPresent {
+			id = string(d.RPCID)
+		}
+		callID := d.ToolCallID
+		if d.ToolCallIDStrength != "" {
+			callID += " (" + d.ToolCallIDStrength + ")"
+		}
+		fmt.Fprintf(w, "%s\tdecision\t%s\t%s\t%s\t%s\t%s\t%s\n", ts, d.Tool, strings.ToUpper(d.Decision), d.MatchedRule, id, callID, d.Reason)
+	case typeStart:
+		fmt.Fprintf(w, "%s\tsession start\t\t\t\t\t\tpolicy %s\n", ts, orDash(d.PolicyName))
+	case typeStop:
+		var data struct {
+			Reason   string `json:"reason"`
+			ExitCode *int   `json:"exit_code"`
+		}
+		_ = json.Unmarshal(raw["data"], &data)
+		what := orDash(data.Reason)
+		if data.ExitCode != nil {
+			what += fmt.Sprintf(", server exit code %d", *data.ExitCode)
+		}
+		fmt.Fprintf(w, "%s\tsession stop\t\t\t\t\t\t%s\n", ts, what)
+	default:
+		fmt.Fprintf(w, "%s\t%s\t\t\t\t\t\t\n", ts, ev.Type)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const sampleLog = `{"specversion":"1.0","id":"a","source":"gatehouse://t","type":"gatehouse.session.start.v1","time":"2026-11-30T09:41:54.111302796Z","data":{"policy_name":"readonly-agent"}}
+{"specversion":"1.0","id":"b","source":"gatehouse://t","type":"gatehouse.tool.decision.v1","time":"2026-11-30T09:41:54.5Z","data":{"tool":"read_text_file","decision":"allow","matched_rule":"default","reason":"no rule matched","rpc_id_present":true,"rpc_id":2,"tool_call_id":"req_2","tool_call_id_strength":"weak"}}
+{"specversion":"1.0","id":"c","source":"gatehouse://t","type":"gatehouse.tool.decision.v1","time":"2026-11-30T09:41:54.6Z","data":{"tool":"write_file","decision":"deny","matched_rule":"no_writes","reason":"read only","rpc_id_present":false,"rpc_id":null,"tool_call_id":"gen_x","tool_call_id_strength":"weak"}}
+{"specversion":"1.0","id":"d","source":"gatehouse://t","type":"gatehouse.session.stop.v1","time":"2026-11-30T09:41:55Z","data":{"reason":"client_eof","exit_code":0}}
+`
+
+func TestView(t *testing.T) {
+	tests := []struct {
+		name    string
+		log     string
+		expect  expectations
+		wantErr string
+		wantOut []string
+	}{
+		{
+			name:    "table",
+			log:     sampleLog,
+			expect:  expectations{"read_text_file": "allow", "write_file": "deny"},
+			wantOut: []string{"session start", "policy readonly-agent", "read_text_file  ALLOW", "write_file      DENY", "req_2 (weak)", "client_eof, server exit code 0"},
+		},
+		{
+			name:    "expected deny is missing",
+			log:     sampleLog,
+			expect:  expectations{"read_text_file": "deny"},
+			wantErr: `no "deny" decision for tool read_text_file`,
+		},
+		{
+			name:    "tool never called",
+			log:     sampleLog,
+			expect:  expectations{"delete": "deny"},
+			wantErr: `no "deny" decision for tool delete`,
+		},
+		{
+			name:    "mixed decisions",
+			log:     sampleLog + strings.Replace(strings.Split(sampleLog, "\n")[2], `"deny"`, `"allow"`, 1) + "\n",
+			expect:  expectations{"write_file": "deny"},
+			wantErr: "has decisions other than",
+		},
+		{
+			name:    "malformed line",
+			log:     sampleLog + "{truncated\n",
+			wantErr: "line 5: not a JSON object",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := view(strings.NewReader(tt.log), &out, tt.expect)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

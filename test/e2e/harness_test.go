@@ -1,0 +1,363 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Timeouts of the scripted client. They are generous: the machines are
+// small and shared, and a test that passes only on a quiet machine is a
+// flaky test.
+const (
+	readTimeout = 20 * time.Second
+	exitTimeout = 30 * time.Second
+)
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// proc is a running `gatehouse` process driven by a scripted client: the
+// test writes exact bytes to its stdin and reads exact lines from its
+// stdout.
+type proc struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte // stdout lines, terminator included; a final unterminated chunk too
+	stderr *lockedBuffer
+	done   chan struct{}
+	state  *os.ProcessState
+}
+
+// startGatehouse starts gatehouse with args (for example "wrap", "--",
+// fakeServerBin). The process is killed, with its process group, when the
+// test ends.
+func startGatehouse(t testing.TB, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(gatehouseBin, args...)
+	// Its own process group, so that cleanup can kill gatehouse and
+	// anything left of it at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting gatehouse: %v", err)
+	}
+	go func() {
+		r := bufio.NewReaderSize(stdout, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				p.lines <- line
+			}
+			if err != nil {
+				close(p.lines)
+				return
+			}
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("gatehouse %s\nstderr:\n%s", strings.Join(args, " "), p.stderr.String())
+		}
+	})
+	return p
+}
+
+// send writes exactly s to gatehouse's stdin.
+func (p *proc) send(s string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.stdin, s); err != nil {
+		p.t.Fatalf("writing to gatehouse: %v", err)
+	}
+}
+
+// sendLine writes s and a LF.
+func (p *proc) sendLine(s string) { p.t.Helper(); p.send(s + "\n") }
+
+// closeStdin closes gatehouse's stdin (client EOF).
+func (p *proc) closeStdin() { _ = p.stdin.Close() }
+
+// readLine returns the next stdout line, terminator included, failing the
+// test after readTimeout or at EOF.
+func (p *proc) readLine() string {
+	p.t.Helper()
+	l, err := p.tryReadLine(readTimeout)
+	if err != nil {
+		p.t.Fatalf("reading from gatehouse: %v", err)
+	}
+	return l
+}
+
+// tryReadLine returns the next stdout line, or an error at EOF or after d.
+func (p *proc) tryReadLine(d time.Duration) (string, error) {
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			return "", io.EOF
+		}
+		return string(l), nil
+	case <-time.After(d):
+		return "", fmt.Errorf("no line within %v", d)
+	}
+}
+
+// expectNoLine fails when a line arrives within d.
+func (p *proc) expectNoLine(d time.Duration) {
+	p.t.Helper()
+	if l, err := p.tryReadLine(d); err == nil {
+		p.t.Fatalf("unexpected line from gatehouse: %q", l)
+	}
+}
+
+// call sends a request line and returns the response with the same raw id,
+// skipping (and returning) whatever else arrives first.
+func (p *proc) call(id, method, params string) (resp map[string]json.RawMessage, before []string) {
+	p.t.Helper()
+	req := `{"jsonrpc":"2.0","id":` + id + `,"method":` + jsonString(method)
+	if params != "" {
+		req += `,"params":` + params
+	}
+	p.sendLine(req + "}")
+	for {
+		l := p.readLine()
+		m := map[string]json.RawMessage{}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			p.t.Fatalf("gatehouse wrote a line that is not a JSON object: %q", l)
+		}
+		if _, isReq := m["method"]; !isReq && string(m["id"]) == id {
+			return m, before
+		}
+		before = append(before, l)
+	}
+}
+
+// initialize performs the initialize handshake with the given revision.
+func (p *proc) initialize(revision string) map[string]json.RawMessage {
+	p.t.Helper()
+	resp, _ := p.call("0", "initialize", `{"protocolVersion":"`+revision+`","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}`)
+	if resp["result"] == nil {
+		p.t.Fatalf("initialize failed: %s", resp["error"])
+	}
+	p.sendLine(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return resp
+}
+
+// wait waits for gatehouse to exit and returns its exit code (-1 when it
+// was killed by a signal).
+func (p *proc) wait() int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(exitTimeout):
+		p.t.Fatalf("gatehouse did not exit within %v", exitTimeout)
+	}
+	return p.state.ExitCode()
+}
+
+// jsonString encodes s as a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// runGatehouse runs gatehouse to completion with the given stdin and
+// returns its exit code, stdout and stderr.
+func runGatehouse(t testing.TB, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	p := startGatehouse(t, args...)
+	p.send(stdin)
+	p.closeStdin()
+	var out strings.Builder
+	for {
+		l, err := p.tryReadLine(exitTimeout)
+		if err != nil {
+			break
+		}
+		out.WriteString(l)
+	}
+	return p.wait(), out.String(), p.stderr.String()
+}
+
+// cloudEvent is one decision-log line.
+type cloudEvent struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Source          string          `json:"source"`
+	Type            string          `json:"type"`
+	Time            string          `json:"time"`
+	DataContentType string          `json:"datacontenttype"`
+	Data            json.RawMessage `json:"data"`
+}
+
+// decisionData is the data of a gatehouse.tool.decision.v1 event.
+type decisionData struct {
+	Tool               string          `json:"tool"`
+	Decision           string          `json:"decision"`
+	MatchedRule        string          `json:"matched_rule"`
+	Reason             string          `json:"reason"`
+	RPCIDPresent       *bool           `json:"rpc_id_present"`
+	RPCID              json.RawMessage `json:"rpc_id"`
+	ToolCallID         string          `json:"tool_call_id"`
+	ToolCallIDStrength string          `json:"tool_call_id_strength"`
+}
+
+// Decision-log event types.
+const (
+	typeDecision     = "gatehouse.tool.decision.v1"
+	typeSessionStart = "gatehouse.session.start.v1"
+	typeSessionStop  = "gatehouse.session.stop.v1"
+)
+
+// readDecisionLog parses the decision log strictly: every line complete
+// (LF-terminated), a JSON object, with the CloudEvents attributes set, the
+// given source, unique ids and RFC 3339 times.
+func readDecisionLog(t testing.TB, path, source string) []cloudEvent {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("decision log: %v", err)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		t.Errorf("decision log: last line is not terminated")
+	}
+	var events []cloudEvent
+	ids := map[string]bool{}
+	for i, line := range strings.SplitAfter(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev cloudEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("decision log line %d: %v: %q", i+1, err, line)
+		}
+		if ev.SpecVersion != "1.0" || ev.ID == "" || ev.Type == "" || ev.Data == nil {
+			t.Errorf("decision log line %d: missing CloudEvents attributes: %q", i+1, line)
+		}
+		if ev.Source != source {
+			t.Errorf("decision log line %d: source %q, want %q", i+1, ev.Source, source)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, ev.Time); err != nil {
+			t.Errorf("decision log line %d: time %q: %v", i+1, ev.Time, err)
+		}
+		if ids[ev.ID] {
+			t.Errorf("decision log line %d: duplicate event id %s", i+1, ev.ID)
+		}
+		ids[ev.ID] = true
+		events = append(events, ev)
+	}
+	return events
+}
+
+// decisions returns the data of the tool decision events, in order, after
+// checking that the log is framed by one session start and one stop event
+// (when wantStop).
+func decisions(t testing.TB, events []cloudEvent, wantStop bool) []decisionData {
+	t.Helper()
+	var out []decisionData
+	starts, stops := 0, 0
+	for i, ev := range events {
+		switch ev.Type {
+		case typeSessionStart:
+			starts++
+			if i != 0 {
+				t.Errorf("session start event at position %d", i)
+			}
+		case typeSessionStop:
+			stops++
+			if i != len(events)-1 {
+				t.Errorf("session stop event at position %d of %d", i, len(events))
+			}
+		case typeDecision:
+			var d decisionData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatalf("decision data: %v", err)
+			}
+			if d.RPCIDPresent == nil || d.ToolCallID == "" || d.ToolCallIDStrength == "" || d.Decision == "" || d.MatchedRule == "" {
+				t.Errorf("decision event lacks fields: %s", ev.Data)
+			}
+			out = append(out, d)
+		}
+	}
+	if starts != 1 {
+		t.Errorf("%d session start events, want 1", starts)
+	}
+	if wantStop && stops != 1 {
+		t.Errorf("%d session stop events, want 1", stops)
+	}
+	return out
+}
+
+// writeFile writes content to name in dir and returns its path.
+func writeFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fileExists reports whether path exists (without following a final symlink).
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// waitFor polls cond every 20ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
+}

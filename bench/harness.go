@@ -1,0 +1,534 @@
+// Package bench measures what `gatehouse wrap` costs on top of a direct pipe
+// to a stdio MCP server: added latency with one call in flight, throughput
+// with many calls in flight, memory over a long run and for one huge frame,
+// and how the decision log and the policy change those numbers.
+//
+// Every measurement runs the same fast echo server (test/fakeserver
+// --echo-fast) as a real child process, side by side with the gateway in one
+// run, and reports ratios and percentiles; nothing here is a timed pass/fail
+// test. The driver is bench/cmd/gatehouse-bench (`make bench`); the package's
+// Go benchmarks (`go test -bench . ./bench`) cover the same paths and the
+// in-process gateway.Session hot path. See docs/benchmarks.md.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// PolicyFile is the example policy the gateway variants with Policy set use,
+// relative to the module root; with --role readonly_agent it allows the
+// read-only echo tool.
+const PolicyFile = "examples/policies/readonly-agent.yaml"
+
+// Role is the --role given with PolicyFile.
+const Role = "readonly_agent"
+
+// ArgBytes is the size of the arguments object of a standard call: the
+// compact JSON {"data":"..."} is exactly this long.
+const ArgBytes = 1024
+
+// Binaries are the programs a run starts.
+type Binaries struct {
+	// Gatehouse is the gatehouse binary (env GATEHOUSE_BIN, else built).
+	Gatehouse string
+	// FakeServer is test/fakeserver (env GATEHOUSE_FAKESERVER_BIN, else
+	// built).
+	FakeServer string
+	// Root is the module root (for the policy file).
+	Root string
+}
+
+var (
+	binOnce sync.Once
+	binVal  Binaries
+	binErr  error
+)
+
+// FindBinaries returns the binaries, building the missing ones once per
+// process into a temporary directory with `go build`.
+func FindBinaries() (Binaries, error) {
+	binOnce.Do(func() { binVal, binErr = findBinaries() })
+	return binVal, binErr
+}
+
+func findBinaries() (Binaries, error) {
+	var b Binaries
+	root, err := ModuleRoot()
+	if err != nil {
+		return b, err
+	}
+	b.Root = root
+	b.Gatehouse = os.Getenv("GATEHOUSE_BIN")
+	b.FakeServer = os.Getenv("GATEHOUSE_FAKESERVER_BIN")
+	if b.Gatehouse != "" && b.FakeServer != "" {
+		return b, nil
+	}
+	dir, err := os.MkdirTemp("", "gatehouse-bench-bin-")
+	if err != nil {
+		return b, err
+	}
+	build := func(out, pkg string) error {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+		}
+		return nil
+	}
+	if b.Gatehouse == "" {
+		b.Gatehouse = filepath.Join(dir, "gatehouse")
+		if err := build(b.Gatehouse, "./cmd/gatehouse"); err != nil {
+			return b, err
+		}
+	}
+	if b.FakeServer == "" {
+		b.FakeServer = filepath.Join(dir, "fakeserver")
+		if err := build(b.FakeServer, "./test/fakeserver"); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// ModuleRoot finds the directory holding go.mod, from the working directory
+// upwards.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("bench: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Variant is one way of reaching the echo server.
+type Variant struct {
+	// Name labels the variant in reports ("direct", "gateway", ...).
+	Name string
+	// Gateway puts `gatehouse wrap` between the client and the server;
+	// false is the direct pipe.
+	Gateway bool
+	// Policy runs with --policy PolicyFile --role Role; false is the
+	// built-in default policy.
+	Policy bool
+	// Log writes the decision log (--decision-log, --event-source) to a
+	// temporary file.
+	Log bool
+	// MaxFrameBytes sets --max-frame-bytes when > 0.
+	MaxFrameBytes int
+	// Exe, when set, is run instead of the gatehouse binary (with the same
+	// arguments), and Env is added to its environment: the profiling mode
+	// of gatehouse-bench uses them.
+	Exe string
+	Env []string
+}
+
+// The standard variants. Gateway is the configuration the targets are about:
+// the readonly policy and the decision log both on.
+var (
+	Direct         = Variant{Name: "direct"}
+	Gateway        = Variant{Name: "gateway", Gateway: true, Policy: true, Log: true}
+	GatewayNoLog   = Variant{Name: "gw-nolog", Gateway: true, Policy: true}
+	GatewayDefault = Variant{Name: "gw-defpol", Gateway: true, Log: true}
+	GatewayBare    = Variant{Name: "gw-defpol-nolog", Gateway: true}
+)
+
+// Features are the variants of the features on/off comparison, direct first.
+var Features = []Variant{Direct, Gateway, GatewayNoLog, GatewayDefault, GatewayBare}
+
+// Describe says in words what the variant runs.
+func (v Variant) Describe() string {
+	if !v.Gateway {
+		return "client <-> fakeserver"
+	}
+	pol := "default policy"
+	if v.Policy {
+		pol = "readonly-agent policy, role " + Role
+	}
+	log := "decision log off"
+	if v.Log {
+		log = "decision log on"
+	}
+	return "client <-> gatehouse wrap (" + pol + ", " + log + ") <-> fakeserver"
+}
+
+// Proc is one started variant: the process the client talks to, and a
+// client for it.
+type Proc struct {
+	Variant Variant
+	// Pid is the process the client talks to: gatehouse for gateway
+	// variants, fakeserver for the direct pipe.
+	Pid int
+	// LogPath is the decision log file, or "".
+	LogPath string
+	*Client
+
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *capBuffer
+	dir    string
+}
+
+// Start starts the variant and performs the MCP handshake (initialize,
+// notifications/initialized, tools/list).
+func Start(v Variant) (*Proc, error) {
+	bins, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	server := []string{bins.FakeServer, "--echo-fast"}
+	argv := server
+	p := &Proc{Variant: v, stderr: &capBuffer{max: 64 << 10}}
+	if v.Gateway {
+		exe := bins.Gatehouse
+		if v.Exe != "" {
+			exe = v.Exe
+		}
+		argv = []string{exe, "wrap"}
+		if v.Policy {
+			argv = append(argv, "--policy", filepath.Join(bins.Root, PolicyFile), "--role", Role)
+		}
+		if v.Log {
+			p.dir, err = os.MkdirTemp("", "gatehouse-bench-log-")
+			if err != nil {
+				return nil, err
+			}
+			p.LogPath = filepath.Join(p.dir, "decisions.jsonl")
+			argv = append(argv, "--decision-log", p.LogPath, "--event-source", "gatehouse://bench/"+v.Name)
+		}
+		if v.MaxFrameBytes > 0 {
+			argv = append(argv, "--max-frame-bytes", strconv.Itoa(v.MaxFrameBytes))
+		}
+		argv = append(argv, "--")
+		argv = append(argv, server...)
+	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Stderr = p.stderr
+	if len(v.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), v.Env...)
+	}
+	p.stdin, err = p.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.Pid = p.cmd.Process.Pid
+	p.Client = NewClient(p.stdin, stdout)
+	if err := p.Client.Handshake(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("%s: handshake: %w (stderr: %s)", v.Name, err, p.Stderr())
+	}
+	return p, nil
+}
+
+// Stderr returns the start of what the process wrote on stderr.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// Close ends the session (stdin EOF), waits for the process, and removes the
+// decision log.
+func (p *Proc) Close() error {
+	p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		err = <-done
+	}
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
+	return err
+}
+
+// LogBytes returns the decision log's current size, or 0.
+func (p *Proc) LogBytes() int64 {
+	if p.LogPath == "" {
+		return 0
+	}
+	fi, err := os.Stat(p.LogPath)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// capBuffer keeps the first max bytes written to it.
+type capBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   bytes.Buffer
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (c *capBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
+}
+
+// Client speaks newline-delimited JSON-RPC to one variant. The call path
+// allocates nothing in the steady state, so that the client's own garbage
+// collection does not show up in the latencies.
+type Client struct {
+	w    io.Writer
+	r    *bufio.Reader
+	big  []byte // accumulation buffer for lines longer than r's buffer
+	req  []byte // request buffer
+	args []byte // the arguments object of every call
+	id   int64
+	// Done counts responses received by the call methods.
+	Done atomic.Int64
+}
+
+// NewClient returns a client writing requests to w and reading responses
+// from r, with the standard ArgBytes arguments.
+func NewClient(w io.Writer, r io.Reader) *Client {
+	return &Client{w: w, r: bufio.NewReaderSize(r, 256<<10), args: Args(ArgBytes), req: make([]byte, 0, 4096)}
+}
+
+// SetArgs replaces the arguments object sent with every call.
+func (c *Client) SetArgs(args []byte) { c.args = args }
+
+// Args returns a compact JSON object {"data":"..."} of exactly n bytes
+// (n >= 11).
+func Args(n int) []byte {
+	const head, tail = `{"data":"`, `"}`
+	b := make([]byte, 0, n)
+	b = append(b, head...)
+	const pattern = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-_"
+	for i := 0; len(b) < n-len(tail); i++ {
+		b = append(b, pattern[i%len(pattern)])
+	}
+	return append(b, tail...)
+}
+
+const (
+	callHead = `{"jsonrpc":"2.0","id":`
+	callMid  = `,"method":"tools/call","params":{"name":"echo","arguments":`
+	callTail = "}}\n"
+	respHead = `{"jsonrpc":"2.0","id":`
+	respOK   = `,"result":`
+)
+
+// Handshake runs initialize, notifications/initialized and tools/list, so
+// that the gateway knows the echo tool is read-only.
+func (c *Client) Handshake() error {
+	msgs := []struct {
+		line   string
+		answer bool
+	}{
+		{`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"gatehouse-bench","version":"1"}}}`, true},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false},
+		{`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`, true},
+	}
+	for _, m := range msgs {
+		if _, err := io.WriteString(c.w, m.line+"\n"); err != nil {
+			return err
+		}
+		if !m.answer {
+			continue
+		}
+		line, err := c.readLine()
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(line, []byte(`"result"`)) {
+			return fmt.Errorf("unexpected answer %.200q", line)
+		}
+	}
+	return nil
+}
+
+// request builds the tools/call request with the given id in c.req.
+func (c *Client) request(id int64) []byte {
+	b := append(c.req[:0], callHead...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, callMid...)
+	b = append(b, c.args...)
+	b = append(b, callTail...)
+	c.req = b
+	return b
+}
+
+// readLine returns the next line, terminator included; valid until the next
+// call.
+func (c *Client) readLine() ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
+	if err == nil {
+		return line, nil
+	}
+	if err != bufio.ErrBufferFull {
+		return nil, err
+	}
+	c.big = append(c.big[:0], line...)
+	for {
+		line, err = c.r.ReadSlice('\n')
+		c.big = append(c.big, line...)
+		if err == nil {
+			return c.big, nil
+		}
+		if err != bufio.ErrBufferFull {
+			return nil, err
+		}
+	}
+}
+
+// responseID checks that line is a successful response with an integer id
+// and returns the id.
+func responseID(line []byte) (int64, error) {
+	if !bytes.HasPrefix(line, []byte(respHead)) {
+		return 0, fmt.Errorf("not a response: %.200q", line)
+	}
+	rest := line[len(respHead):]
+	var id int64
+	i := 0
+	for ; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
+		id = id*10 + int64(rest[i]-'0')
+	}
+	if i == 0 || !bytes.HasPrefix(rest[i:], []byte(respOK)) {
+		return 0, fmt.Errorf("not a successful response: %.300q", line)
+	}
+	return id, nil
+}
+
+// Call makes one tools/call and waits for its response; it returns the time
+// from just before the request was written to just after the whole response
+// was read.
+func (c *Client) Call() (time.Duration, error) {
+	c.id++
+	req := c.request(c.id)
+	t0 := time.Now()
+	if _, err := c.w.Write(req); err != nil {
+		return 0, err
+	}
+	line, err := c.readLine()
+	d := time.Since(t0)
+	if err != nil {
+		return 0, err
+	}
+	id, err := responseID(line)
+	if err != nil {
+		return 0, err
+	}
+	if id != c.id {
+		return 0, fmt.Errorf("response id %d, want %d", id, c.id)
+	}
+	c.Done.Add(1)
+	return d, nil
+}
+
+// CallLen is Call that also returns the response's length in bytes.
+func (c *Client) CallLen() (time.Duration, int, error) {
+	c.id++
+	req := c.request(c.id)
+	t0 := time.Now()
+	errc := make(chan error, 1)
+	go func() { // a huge request must not block the read of its answer
+		_, err := c.w.Write(req)
+		errc <- err
+	}()
+	line, err := c.readLine()
+	d := time.Since(t0)
+	if werr := <-errc; werr != nil {
+		return 0, 0, werr
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := responseID(line); err != nil {
+		return 0, 0, err
+	}
+	c.Done.Add(1)
+	return d, len(line), nil
+}
+
+// Pipelined makes n tools/calls keeping up to window of them in flight and
+// returns the wall time from the first write to the last response.
+// Responses may arrive in any order; each must answer an outstanding id.
+func (c *Client) Pipelined(n, window int) (time.Duration, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	slots := make(chan struct{}, window)
+	first := c.id + 1
+	readErr := make(chan error, 1)
+	stop := make(chan struct{})
+	t0 := time.Now()
+	go func() {
+		defer close(stop)
+		for i := 0; i < n; i++ {
+			line, err := c.readLine()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			id, err := responseID(line)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			if id < first || id >= first+int64(n) {
+				readErr <- fmt.Errorf("response id %d outside [%d, %d)", id, first, first+int64(n))
+				return
+			}
+			c.Done.Add(1)
+			<-slots
+		}
+		readErr <- nil
+	}()
+	var werr error
+write:
+	for i := 0; i < n; i++ {
+		select {
+		case slots <- struct{}{}:
+		case <-stop:
+			break write
+		}
+		c.id++
+		if _, werr = c.w.Write(c.request(c.id)); werr != nil {
+			break
+		}
+	}
+	err := <-readErr
+	d := time.Since(t0)
+	if werr != nil {
+		return d, werr
+	}
+	return d, err
+}

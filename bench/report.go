@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// The targets the report checks.
+const (
+	TargetAddedP50   = 40 * time.Microsecond
+	TargetAddedP99   = 200 * time.Microsecond
+	TargetRatio      = 0.50
+	TargetLongHWM    = 64 << 20
+	TargetFrameRatio = 4.0
+)
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e3) }
+
+func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// Machine describes the machine the run is on, in one line.
+func Machine() string {
+	goVersion := runtime.Version()
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		goVersion = strings.TrimSpace(string(out))
+	}
+	cpu := "?"
+	if out, err := exec.Command("sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").Output(); err == nil && len(out) > 0 {
+		cpu = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("nproc %d (%s), GOMAXPROCS %d, %s, %s/%s", runtime.NumCPU(), cpu, runtime.GOMAXPROCS(0), goVersion, runtime.GOOS, runtime.GOARCH)
+}
+
+// findLat returns the latency result of the named variant.
+func (r *Results) findLat(name string) *LatencyResult {
+	for i := range r.Latency {
+		if r.Latency[i].Variant.Name == name {
+			return &r.Latency[i]
+		}
+	}
+	return nil
+}
+
+func (r *Results) findThr(name string) *ThroughputResult {
+	for i := range r.Throughput {
+		if r.Throughput[i].Variant.Name == name {
+			return &r.Throughput[i]
+		}
+	}
+	return nil
+}
+
+// addedRounds returns, per interleaved round, the variant's batch median
+// minus the direct pipe's batch median, in µs.
+func addedRounds(v, direct *LatencyResult) []float64 {
+	out := make([]float64, 0, len(v.RoundP50))
+	for i := range v.RoundP50 {
+		if i < len(direct.RoundP50) {
+			out = append(out, float64(v.RoundP50[i]-direct.RoundP50[i])/1e3)
+		}
+	}
+	return out
+}
+
+// ratios returns the per-round throughput ratio of v to direct.
+func ratios(v, direct *ThroughputResult) []float64 {
+	out := make([]float64, 0, len(v.Rates))
+	for i := range v.Rates {
+		if i < len(direct.Rates) && direct.Rates[i] > 0 {
+			out = append(out, v.Rates[i]/direct.Rates[i])
+		}
+	}
+	return out
+}
+
+func spread(xs []float64, format string) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return fmt.Sprintf(format+" .. "+format, lo, hi)
+}
+
+// quartiles returns the 25th and 75th percentiles of xs (sorted in place).
+func quartiles(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	Median(xs) // sorts
+	q := func(p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
+	return q(0.25), q(0.75)
+}
+
+// LongTrend summarizes the RSS samples of the memory run after the first
+// tenth of the calls (warm-up): the least-squares slope in bytes per 100k
+// calls, and the mean RSS of the first and the last quarter of those
+// samples.
+func (l *LongResult) LongTrend() (slope float64, firstQ, lastQ, peak int64) {
+	var xs, ys []float64
+	var kept []MemSample
+	for _, s := range l.Samples {
+		peak = max(peak, s.RSS)
+		if s.Calls >= int64(l.Calls/10) {
+			kept = append(kept, s)
+			xs = append(xs, float64(s.Calls))
+			ys = append(ys, float64(s.RSS))
+		}
+	}
+	if len(kept) < 4 {
+		return 0, 0, 0, peak
+	}
+	mean := func(ss []MemSample) int64 {
+		var t int64
+		for _, s := range ss {
+			t += s.RSS
+		}
+		return t / int64(len(ss))
+	}
+	q := len(kept) / 4
+	return Slope(xs, ys) * 100_000, mean(kept[:q]), mean(kept[len(kept)-q:]), peak
+}
+
+// Print writes the report: benchmark-format lines (for benchstat) and the
+// Markdown tables.
+func (r *Results) Print(w io.Writer) {
+	direct := r.findLat(Direct.Name)
+	gw := r.findLat(Gateway.Name)
+	tDirect := r.findThr(Direct.Name)
+	tGw := r.findThr(Gateway.Name)
+
+	fmt.Fprintf(w, "\n# gatehouse wrap benchmark\n\n")
+	fmt.Fprintf(w, "machine: %s\n", Machine())
+	fmt.Fprintf(w, "date: %s, run took %s, load average before %s, after %s\n", r.Started.UTC().Format(time.RFC3339), r.Elapsed.Round(time.Second), r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "server: test/fakeserver --echo-fast; calls: tools/call echo with a %d-byte arguments object\n\n", ArgBytes)
+
+	// Benchmark-format lines: one per measurement, benchstat-compatible.
+	fmt.Fprintf(w, "```\n")
+	for _, l := range r.Latency {
+		fmt.Fprintf(w, "BenchmarkWrap/inflight=1/%s \t%8d\t%10.0f ns/op\t%10.0f p50-ns\t%10.0f p90-ns\t%10.0f p99-ns\n",
+			l.Variant.Name, l.Dist.N, float64(l.Dist.Mean), float64(l.Dist.P50), float64(l.Dist.P90), float64(l.Dist.P99))
+	}
+	for _, t := range r.Throughput {
+		fmt.Fprintf(w, "BenchmarkWrap/inflight=%d/%s \t%8d\t%10.0f ns/op\t%10.0f calls/s\n",
+			r.Config.Window, t.Variant.Name, r.Config.ThroughputCalls*len(t.Rates), 1e9/t.Median, t.Median)
+	}
+	if r.Long.Calls > 0 {
+		fmt.Fprintf(w, "BenchmarkWrap/calls=%d/%s \t%8d\t%10.0f ns/op\t%10d peak-rss-B\n",
+			r.Long.Calls, Gateway.Name, r.Long.Calls, float64(r.Long.Elapsed)/float64(r.Long.Calls), r.Long.HWM)
+	}
+	for _, f := range r.Frames {
+		fmt.Fprintf(w, "BenchmarkWrap/frame=%d/%s \t%8d\t%10.0f ns/op\t%10d peak-rss-B\n",
+			f.ReqBytes, f.Variant.Name, len(f.Latencies), float64(Summarize(append([]time.Duration(nil), f.Latencies...)).P50), f.HWMAfter[len(f.HWMAfter)-1])
+	}
+	fmt.Fprintf(w, "```\n\n")
+
+	// Targets.
+	fmt.Fprintf(w, "## Targets (gateway = readonly-agent policy, role readonly_agent, decision log on)\n\n")
+	fmt.Fprintf(w, "| measure | result | target | verdict |\n|---|---|---|---|\n")
+	if direct != nil && gw != nil {
+		a50, a99 := gw.Dist.P50-direct.Dist.P50, gw.Dist.P99-direct.Dist.P99
+		fmt.Fprintf(w, "| added latency p50, 1 in flight | %s µs | <= %s µs | %s |\n", us(a50), us(TargetAddedP50), verdict(a50 <= TargetAddedP50))
+		fmt.Fprintf(w, "| added latency p99, 1 in flight | %s µs | <= %s µs | %s |\n", us(a99), us(TargetAddedP99), verdict(a99 <= TargetAddedP99))
+	}
+	if tDirect != nil && tGw != nil {
+		rs := ratios(tGw, tDirect)
+		ratio := Median(append([]float64(nil), rs...))
+		fmt.Fprintf(w, "| throughput gateway/direct, %d in flight | %.0f%% (rounds %s) | >= %.0f%% | %s |\n",
+			r.Config.Window, 100*ratio, spread(scale(rs, 100), "%.0f%%"), 100*TargetRatio, verdict(ratio >= TargetRatio))
+	}
+	if r.Long.Calls > 0 {
+		slope, _, _, _ := r.Long.LongTrend()
+		fmt.Fprintf(w, "| gatehouse peak RSS (VmHWM), %d calls | %s MiB | <= %s MiB | %s |\n", r.Long.Calls, mib(r.Long.HWM), mib(TargetLongHWM), verdict(r.Long.HWM <= TargetLongHWM))
+		fmt.Fprintf(w, "| VmRSS trend after warm-up | %+.2f MiB per 100k calls | no upward trend | %s |\n", slope/(1<<20), verdict(slope*float64(r.Long.Calls)/100_000 < 2<<20))
+	}
+	for _, f := range r.Frames {
+		if !f.Variant.Gateway {
+			continue
+		}
+		peak := f.HWMAfter[len(f.HWMAfter)-1]
+		x := float64(peak) / float64(f.ReqBytes)
+		fmt.Fprintf(w, "| gatehouse peak RSS, %s MiB frame | %s MiB = %.2fx frame | <= %.0fx frame | %s |\n",
+			mib(int64(f.ReqBytes)), mib(peak), x, TargetFrameRatio, verdict(x <= TargetFrameRatio))
+	}
+
+	// Latency.
+	fmt.Fprintf(w, "\n## One call in flight (%d calls per variant, interleaved batches of %d)\n\n", r.Config.LatencyCalls, r.Config.Batch)
+	fmt.Fprintf(w, "| variant | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | added p50 µs | added p99 µs | added p50 per batch, IQR µs |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, l := range r.Latency {
+		add50, add99, iqr := "-", "-", "-"
+		if direct != nil && l.Variant.Gateway {
+			add50, add99 = us(l.Dist.P50-direct.Dist.P50), us(l.Dist.P99-direct.Dist.P99)
+			lo, hi := quartiles(addedRounds(&l, direct))
+			iqr = fmt.Sprintf("%.1f .. %.1f", lo, hi)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Variant.Name,
+			us(l.Dist.P50), us(l.Dist.P90), us(l.Dist.P99), us(l.Dist.P999), us(l.Dist.Mean), add50, add99, iqr)
+	}
+
+	// Throughput.
+	fmt.Fprintf(w, "\n## %d calls in flight (%d rounds of %d calls per variant, order rotated)\n\n", r.Config.Window, r.Config.ThroughputRounds, r.Config.ThroughputCalls)
+	fmt.Fprintf(w, "| variant | calls/s (median) | rounds calls/s | vs direct (median of rounds) |\n|---|---|---|---|\n")
+	for _, t := range r.Throughput {
+		rel := "-"
+		if tDirect != nil && t.Variant.Gateway {
+			rel = fmt.Sprintf("%.0f%%", 100*Median(ratios(&t, tDirect)))
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s |\n", t.Variant.Name, t.Median, spread(t.Rates, "%.0f"), rel)
+	}
+
+	// Features.
+	if direct != nil && tDirect != nil {
+		fmt.Fprintf(w, "\n## Features on vs off\n\n")
+		fmt.Fprintf(w, "| variant | what | added p50 µs | added p99 µs | throughput vs direct |\n|---|---|---|---|---|\n")
+		for _, l := range r.Latency {
+			if !l.Variant.Gateway {
+				continue
+			}
+			t := r.findThr(l.Variant.Name)
+			rel := "-"
+			if t != nil {
+				rel = fmt.Sprintf("%.0f%%", 100*Median(ratios(t, tDirect)))
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", l.Variant.Name, strings.TrimPrefix(l.Variant.Describe(), "client <-> "),
+				us(l.Dist.P50-direct.Dist.P50), us(l.Dist.P99-direct.Dist.P99), rel)
+		}
+	}
+
+	// Memory run.
+	if r.Long.Calls > 0 {
+		l := &r.Long
+		slope, fq, lq, peak := l.LongTrend()
+		fmt.Fprintf(w, "\n## Memory over %d calls through the gateway (%d in flight)\n\n", l.Calls, r.Config.Window)
+		fmt.Fprintf(w, "%.0f calls/s over %s; decision log grew to %s MiB. VmRSS after the handshake %s MiB; ", float64(l.Calls)/l.Elapsed.Seconds(), l.Elapsed.Round(time.Second), mib(l.LogBytes), mib(l.Start.RSS))
+		fmt.Fprintf(w, "peak sampled VmRSS %s MiB; VmHWM %s MiB. After the first 10%% of calls: mean VmRSS of the first quarter of samples %s MiB, of the last quarter %s MiB, slope %+.3f MiB per 100k calls (%d samples every %s).\n\n",
+			mib(peak), mib(l.HWM), mib(fq), mib(lq), slope/(1<<20), len(l.Samples), r.Config.SampleEvery)
+		fmt.Fprintf(w, "| calls done | VmRSS MiB |\n|---|---|\n")
+		for _, s := range decimate(l.Samples, 11) {
+			fmt.Fprintf(w, "| %d | %s |\n", s.Calls, mib(s.RSS))
+		}
+	}
+
+	// Huge frame.
+	if len(r.Frames) > 0 {
+		fmt.Fprintf(w, "\n## One huge frame\n\n")
+		fmt.Fprintf(w, "| variant | request frame MiB | response frame MiB | RSS before MiB | VmHWM after each call MiB | peak / request frame | round trip ms |\n|---|---|---|---|---|---|---|\n")
+		for _, f := range r.Frames {
+			var hwm, lat []string
+			for i := range f.HWMAfter {
+				hwm = append(hwm, mib(f.HWMAfter[i]))
+				lat = append(lat, fmt.Sprintf("%.0f", float64(f.Latencies[i])/1e6))
+			}
+			name := f.Variant.Name
+			if !f.Variant.Gateway {
+				name += " (fakeserver's RSS)"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2fx | %s |\n", name, mib(int64(f.ReqBytes)), mib(int64(f.RespBytes)),
+				mib(f.Before.RSS), strings.Join(hwm, ", "), float64(f.HWMAfter[len(f.HWMAfter)-1])/float64(f.ReqBytes), strings.Join(lat, ", "))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func scale(xs []float64, k float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x * k
+	}
+	return out
+}
+
+// decimate returns about n samples spread evenly over ss, first and last
+// included.
+func decimate(ss []MemSample, n int) []MemSample {
+	if len(ss) <= n {
+		return ss
+	}
+	out := make([]MemSample, 0, n)
+	for i := range n {
+		out = append(out, ss[i*(len(ss)-1)/(n-1)])
+	}
+	return out
+}

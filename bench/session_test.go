@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+// sessionRig runs a gateway.Session in process between a Client and an
+// in-process echo server, all joined by io.Pipe: no processes, no syscalls
+// on the relay path (except the decision log's write), so a CPU profile of
+// it is the gateway's own hot path.
+//
+//	Client -> c2g -> RunClient -> g2s -> echoServer -> s2g -> RunServer -> g2c -> Client
+type sessionRig struct {
+	*Client
+	cancel  context.CancelFunc
+	closers []io.Closer
+	done    chan struct{}
+}
+
+func newSessionRig(tb testing.TB, v Variant) *sessionRig {
+	tb.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := gateway.Config{ServerID: "fakeserver", Policy: policy.Default(), MaxFrameBytes: v.MaxFrameBytes}
+	if v.Policy {
+		p, err := policy.Load(filepath.Join(root, PolicyFile))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.Policy = p
+		cfg.Principal = policy.Principal{Role: Role}
+	}
+	if v.Log {
+		l, err := decisionlog.Open(filepath.Join(tb.TempDir(), "decisions.jsonl"), "gatehouse://bench/"+v.Name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { l.Close() })
+		cfg.Log = l
+	}
+	c2gR, c2gW := io.Pipe()
+	g2sR, g2sW := io.Pipe()
+	s2gR, s2gW := io.Pipe()
+	g2cR, g2cW := io.Pipe()
+	sess := gateway.New(cfg, g2sW, g2cW)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &sessionRig{
+		Client:  NewClient(c2gW, g2cR),
+		cancel:  cancel,
+		closers: []io.Closer{c2gW, g2sW, s2gW, g2cW},
+		done:    make(chan struct{}, 3),
+	}
+	go func() { sess.RunClient(ctx, c2gR); g2sW.Close(); r.done <- struct{}{} }()
+	go func() { sess.RunServer(ctx, s2gR); g2cW.Close(); r.done <- struct{}{} }()
+	go func() { echoServer(g2sR, s2gW); s2gW.Close(); r.done <- struct{}{} }()
+	if err := r.Handshake(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(r.close)
+	return r
+}
+
+func (r *sessionRig) close() {
+	r.closers[0].Close() // client EOF ends RunClient, then the server, then RunServer
+	for range 3 {
+		<-r.done
+	}
+	r.cancel()
+}
+
+const toolsList = `{"tools":[{"name":"echo","description":"Returns its arguments, as raw JSON text.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`
+
+// echoServer answers like test/fakeserver --echo-fast for the requests this
+// package sends (the client's and the gateway's private tools/list), without
+// allocating per call.
+func echoServer(r io.Reader, w io.Writer) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var out, big []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			big = append(big[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				big = append(big, line...)
+			}
+			line = big
+		}
+		if err != nil {
+			return
+		}
+		id := rawMember(line, `"id":`)
+		if id == nil {
+			continue // a notification
+		}
+		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
+		out = append(out, id...)
+		switch {
+		case bytes.Contains(line, []byte(`"method":"tools/call"`)):
+			out = append(out, `,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":`...)
+			if args := rawMember(line, `"arguments":`); args != nil {
+				out = append(out, args...)
+			} else {
+				out = append(out, "{}"...)
+			}
+			out = append(out, '}')
+		case bytes.Contains(line, []byte(`"method":"tools/list"`)):
+			out = append(out, `,"result":`+toolsList...)
+		case bytes.Contains(line, []byte(`"method":"initialize"`)):
+			out = append(out, `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"echo","version":"1"}}`...)
+		default:
+			out = append(out, `,"result":{}`...)
+		}
+		out = append(out, "}\n"...)
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// rawMember returns the raw value after key (`"name":`) in a compact line:
+// a string, or the text up to the next ',' or '}' otherwise, or a balanced
+// object. It is only for the frames this package builds.
+func rawMember(line []byte, key string) []byte {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	v := line[i+len(key):]
+	switch {
+	case len(v) == 0:
+		return nil
+	case v[0] == '"':
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case '\\':
+				j++
+			case '"':
+				return v[:j+1]
+			}
+		}
+		return nil
+	case v[0] == '{':
+		depth, inStr := 0, false
+		for j := 0; j < len(v); j++ {
+			c := v[j]
+			switch {
+			case inStr && c == '\\':
+				j++
+			case c == '"':
+				inStr = !inStr
+			case inStr:
+			case c == '{':
+				depth++
+			case c == '}':
+				depth--
+				if depth == 0 {
+					return v[:j+1]
+				}
+			}
+		}
+		return nil
+	default:
+		j := bytes.IndexAny(v, ",}")
+		if j < 0 {
+			return nil
+		}
+		return v[:j]
+	}
+}
+
+// BenchmarkSession is one tools/call round trip with a 1 KiB arguments
+// object through an in-process gateway.Session, one call in flight, for each
+// feature combination. ns/op and allocs/op are the gateway's (the rig's
+// client and echo server allocate nothing per call) plus io.Pipe hand-offs.
+func BenchmarkSession(b *testing.B) {
+	for _, v := range Features {
+		if !v.Gateway {
+			continue
+		}
+		b.Run(v.Name, func(b *testing.B) {
+			r := newSessionRig(b, v)
+			for range 100 {
+				if _, err := r.Call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.SetBytes(ArgBytes)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := r.Call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSessionInFlight64 is BenchmarkSession with 64 calls in flight.
+func BenchmarkSessionInFlight64(b *testing.B) {
+	for _, v := range []Variant{Gateway, GatewayBare} {
+		b.Run(v.Name, func(b *testing.B) {
+			r := newSessionRig(b, v)
+			if _, err := r.Pipelined(1000, 64); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetBytes(ArgBytes)
+			b.ResetTimer()
+			d, err := r.Pipelined(b.N, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/d.Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkSessionHugeFrame relays one tools/call with a 16 MiB arguments
+// object (and its 16 MiB echo) through an in-process session.
+func BenchmarkSessionHugeFrame(b *testing.B) {
+	v := Gateway
+	v.MaxFrameBytes = 40 << 20
+	r := newSessionRig(b, v)
+	r.SetArgs(Args(16 << 20))
+	b.ReportAllocs()
+	b.SetBytes(16 << 20)
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := r.CallLen(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestSessionRig(t *testing.T) {
+	r := newSessionRig(t, Gateway)
+	for range 10 {
+		if _, err := r.Call(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Pipelined(200, 64); err != nil {
+		t.Fatal(err)
+	}
+}

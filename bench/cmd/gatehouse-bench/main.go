@@ -1,0 +1,117 @@
+// Command gatehouse-bench measures `gatehouse wrap` against a direct pipe to
+// the same fast echo server, side by side in one run, and prints the report
+// (benchmark-format lines and Markdown tables). See docs/benchmarks.md.
+//
+// Binaries: GATEHOUSE_BIN and GATEHOUSE_FAKESERVER_BIN when set, otherwise
+// both are built from the module. GATEHOUSE_BENCH_CALLS sets the length of
+// the memory run (default 1,000,000).
+//
+// With -cpuprofile FILE it instead profiles the gateway process itself: it
+// runs -calls calls (-window in flight) through a gatehouse that is this
+// program re-executed as `gatehouse-bench wrap ...` (the same cli.Main, with
+// runtime/pprof around it), writes the CPU profile to FILE, and prints
+// `go tool pprof -top` of it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/bench"
+	"github.com/gatehouse-mcp/gatehouse/internal/cli"
+)
+
+// profileEnv names the file a re-executed `gatehouse-bench wrap` writes its
+// CPU profile to.
+const profileEnv = "GATEHOUSE_BENCH_CPUPROFILE"
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "wrap" {
+		os.Exit(profiledGatehouse())
+	}
+	var cfg bench.Config
+	flag.IntVar(&cfg.LatencyCalls, "latency-calls", 0, "measured one-in-flight calls per variant (default 30000)")
+	flag.IntVar(&cfg.Batch, "batch", 0, "calls per variant per interleaved batch (default 250)")
+	flag.IntVar(&cfg.ThroughputCalls, "throughput-calls", 0, "calls per variant per throughput round (default 20000)")
+	flag.IntVar(&cfg.ThroughputRounds, "throughput-rounds", 0, "throughput rounds (default 5)")
+	flag.IntVar(&cfg.Window, "window", 0, "calls in flight in the throughput and memory runs (default 64)")
+	flag.IntVar(&cfg.LongCalls, "calls", 0, "calls of the memory run (default: $GATEHOUSE_BENCH_CALLS, else 1000000)")
+	flag.IntVar(&cfg.FrameBytes, "frame-bytes", 0, "arguments size of the huge-frame test (default 16 MiB)")
+	cpuprofile := flag.String("cpuprofile", "", "profile the gateway process over -calls calls into `FILE` instead of benchmarking")
+	quiet := flag.Bool("q", false, "no progress lines on stderr")
+	flag.Parse()
+	if !*quiet {
+		t0 := time.Now()
+		cfg.Progress = func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "gatehouse-bench: %6.1fs  %s\n", time.Since(t0).Seconds(), fmt.Sprintf(format, args...))
+		}
+	}
+	if *cpuprofile != "" {
+		if err := profile(cfg, *cpuprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "gatehouse-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	res, err := bench.RunAll(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gatehouse-bench:", err)
+		os.Exit(1)
+	}
+	res.Print(os.Stdout)
+}
+
+// profiledGatehouse is `gatehouse` with a CPU profile around the whole run.
+func profiledGatehouse() int {
+	path := os.Getenv(profileEnv)
+	if path == "" {
+		return cli.Main(os.Args[1:])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gatehouse-bench wrap:", err)
+		return 70
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "gatehouse-bench wrap:", err)
+		return 70
+	}
+	defer pprof.StopCPUProfile()
+	return cli.Main(os.Args[1:])
+}
+
+func profile(cfg bench.Config, path string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	calls := cfg.LongCalls
+	if calls <= 0 {
+		calls = bench.CallsFromEnv(200_000)
+	}
+	window := cfg.Window
+	if window <= 0 {
+		window = 64
+	}
+	v := bench.Gateway
+	v.Exe = self
+	v.Env = []string{profileEnv + "=" + path}
+	if cfg.Progress != nil {
+		cfg.Progress("profiling %s: %d calls, %d in flight", v.Describe(), calls, window)
+	}
+	res, err := bench.MeasureLong(v, calls, window, time.Second)
+	if err != nil {
+		return err
+	}
+	// MeasureLong has closed the session: the profile is written.
+	fmt.Printf("%d calls in %s (%.0f calls/s), gatehouse VmHWM %.1f MiB; profile: %s\n\n",
+		calls, res.Elapsed.Round(time.Millisecond), float64(calls)/res.Elapsed.Seconds(), float64(res.HWM)/(1<<20), path)
+	cmd := exec.Command("go", "tool", "pprof", "-top", "-nodecount=35", self, path)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}

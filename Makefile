@@ -40,6 +40,7 @@ test-e2e: build
 
 bench: deps build
 	GATEHOUSE_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) -timeout 20m ./...
+	GATEHOUSE_BIN=$(CURDIR)/$(BIN) GATEHOUSE_BENCH_CALLS=$${GATEHOUSE_BENCH_CALLS:-200000} $(GO) run ./bench/cmd/gatehouse-bench
 
 # Each Fuzz target for FUZZTIME (default 10s); see scripts/fuzz.sh.
 fuzz:

@@ -1,0 +1,226 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+const testTools = `{"tools":[` +
+	`{"name":"read","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+	`{"name":"write","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false}}]}`
+
+// harness runs a Session between an in-memory client and an in-memory
+// server. The server answers tools/list with testTools and echoes every
+// other request's id with an empty result; it records every line it gets.
+type harness struct {
+	t        *testing.T
+	toGW     *io.PipeWriter // client -> gateway
+	fromGW   *bufio.Reader  // gateway -> client
+	mu       sync.Mutex
+	received []string // lines the server got
+	sess     *Session
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	cr, cw := io.Pipe() // client writes, gateway reads
+	gr, gw := io.Pipe() // gateway writes to client
+	sr, sw := io.Pipe() // gateway writes to server
+	or, ow := io.Pipe() // server writes to gateway
+	h := &harness{t: t, toGW: cw, fromGW: bufio.NewReader(gr)}
+	h.sess = New(cfg, sw, gw)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = h.sess.RunClient(ctx, cr); sw.Close() }()
+	go func() { _ = h.sess.RunServer(ctx, or) }()
+	go func() { // the fake server
+		br := bufio.NewReader(sr)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				ow.Close()
+				return
+			}
+			h.mu.Lock()
+			h.received = append(h.received, line)
+			h.mu.Unlock()
+			m, perr := jsonrpc.Parse([]byte(line))
+			if perr != nil || m.Kind != jsonrpc.KindRequest {
+				continue
+			}
+			result := `{}`
+			if m.Method == "tools/list" {
+				result = testTools
+			}
+			_, _ = io.WriteString(ow, `{"jsonrpc":"2.0","id":`+m.ID.String()+`,"result":`+result+"}\n")
+		}
+	}()
+	t.Cleanup(func() { cancel(); cw.Close(); gr.Close(); or.Close() })
+	return h
+}
+
+func (h *harness) send(line string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.toGW, line); err != nil {
+		h.t.Fatalf("write to gateway: %v", err)
+	}
+}
+
+func (h *harness) recv() string {
+	h.t.Helper()
+	ch := make(chan string, 1)
+	go func() {
+		s, _ := h.fromGW.ReadString('\n')
+		ch <- s
+	}()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no frame from the gateway within 5s")
+		return ""
+	}
+}
+
+func (h *harness) serverGot() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.received...)
+}
+
+func readonlyPolicy(t *testing.T, extra string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse("test.yaml", []byte(`name: t
+version: "1"
+defaults:
+  action: allow
+`+extra+`
+rules:
+  - id: readonly_agent_no_mutating_tools
+    when: principal.role == "readonly_agent" && tool.side_effect != "read_only"
+    action: deny
+    reason: readonly agents may not write
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDecisionLogFailureFailsClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		extra    string
+		wantCode string
+		forward  bool
+	}{
+		{"fail_closed (default)", "", `"code":-32081`, false},
+		{"fail_open", "  on_log_failure: fail_open\n", `"result"`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, err := decisionlog.Open(filepath.Join(dir, "d.jsonl"), "gatehouse://test/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.Close() // every write now fails
+			h := newHarness(t, Config{Policy: readonlyPolicy(t, tc.extra), Log: log, Principal: policy.Principal{Role: "readonly_agent"}})
+			h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+			h.recv()
+			h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"k":"sk-secretvalue"}}}` + "\n")
+			got := h.recv()
+			if !strings.Contains(got, tc.wantCode) || !strings.Contains(got, `"id":2`) {
+				t.Fatalf("answer = %s, want %s for id 2", got, tc.wantCode)
+			}
+			if strings.Contains(got, "sk-secretvalue") {
+				t.Fatalf("answer echoes an argument value: %s", got)
+			}
+			forwarded := false
+			for _, l := range h.serverGot() {
+				if strings.Contains(l, `"name":"read"`) {
+					forwarded = true
+				}
+			}
+			if forwarded != tc.forward {
+				t.Fatalf("forwarded = %v, want %v", forwarded, tc.forward)
+			}
+		})
+	}
+}
+
+func TestUnknownToolFetchUsesPrivateIDs(t *testing.T) {
+	h := newHarness(t, Config{Policy: readonlyPolicy(t, ""), Principal: policy.Principal{Role: "readonly_agent"}})
+	// No tools/list from the client: the gateway must fetch it itself.
+	h.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"read","arguments":{}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"id":"a","result"`) {
+		t.Fatalf("allowed call answer = %s", got)
+	}
+	h.send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"nosuchtool","arguments":{}}}` + "\n")
+	got := h.recv()
+	if !strings.Contains(got, `"code":-32080`) || !strings.Contains(got, RuleUnknownTool) {
+		t.Fatalf("unknown tool answer = %s", got)
+	}
+	lists := 0
+	for _, l := range h.serverGot() {
+		if strings.Contains(l, `"tools/list"`) {
+			lists++
+			if !strings.Contains(l, `"id":"gatehouse-`) {
+				t.Fatalf("private tools/list without a private id: %s", l)
+			}
+		}
+		if strings.Contains(l, "nosuchtool") {
+			t.Fatalf("denied call reached the server: %s", l)
+		}
+	}
+	if lists != 2 {
+		t.Fatalf("server got %d private tools/list, want 2 (one per unknown tool)", lists)
+	}
+}
+
+func TestToolsListChangedMarksCatalogStale(t *testing.T) {
+	h := newHarness(t, Config{Policy: readonlyPolicy(t, "")})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	if _, known, stale := h.sess.catalog.lookup("read"); !known || stale {
+		t.Fatalf("after tools/list: known=%v stale=%v", known, stale)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- h.sess.handleServer([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")) }()
+	if got := h.recv(); !strings.Contains(got, "list_changed") {
+		t.Fatalf("client got %s, want the notification", got)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, stale := h.sess.catalog.lookup("read"); !stale {
+		t.Fatal("catalog not stale after list_changed")
+	}
+}
+
+func TestDeniedCallsNeverReachTheServer(t *testing.T) {
+	h := newHarness(t, Config{Policy: readonlyPolicy(t, "  deny_response: tool_result\n"), Principal: policy.Principal{Role: "readonly_agent"}})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write","arguments":{"content":"hunter2"}}}` + "\n")
+	got := h.recv()
+	if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "readonly_agent_no_mutating_tools") || strings.Contains(got, "hunter2") {
+		t.Fatalf("denial = %s", got)
+	}
+	for _, l := range h.serverGot() {
+		if strings.Contains(l, "hunter2") {
+			t.Fatalf("denied call reached the server: %s", l)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }

@@ -195,7 +195,9 @@ func TestToolsListChangedMarksCatalogStale(t *testing.T) {
 		t.Fatalf("after tools/list: known=%v stale=%v", known, stale)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- h.sess.handleServer([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")) }()
+	go func() {
+		errc <- h.sess.handleServer([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n"))
+	}()
 	if got := h.recv(); !strings.Contains(got, "list_changed") {
 		t.Fatalf("client got %s, want the notification", got)
 	}

@@ -1,9 +1,16 @@
 package bench
 
 import (
+	"os"
 	"testing"
 	"time"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	CleanupBinaries()
+	os.Exit(code)
+}
 
 // startB starts v for a benchmark and closes it at the end.
 func startB(b *testing.B, v Variant) *Proc {

@@ -53,7 +53,15 @@ var (
 	binOnce sync.Once
 	binVal  Binaries
 	binErr  error
+	binDir  string // where FindBinaries built them, if it did
 )
+
+// CleanupBinaries removes the binaries FindBinaries built, if any.
+func CleanupBinaries() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
 
 // FindBinaries returns the binaries, building the missing ones once per
 // process into a temporary directory with `go build`.
@@ -78,6 +86,7 @@ func findBinaries() (Binaries, error) {
 	if err != nil {
 		return b, err
 	}
+	binDir = dir
 	build := func(out, pkg string) error {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
@@ -101,9 +110,12 @@ func findBinaries() (Binaries, error) {
 	return b, nil
 }
 
-// ModuleRoot finds the directory holding go.mod, from the working directory
-// upwards.
+// ModuleRoot returns $GATEHOUSE_ROOT when set, else finds the directory
+// holding go.mod from the working directory upwards.
 func ModuleRoot() (string, error) {
+	if dir := os.Getenv("GATEHOUSE_ROOT"); dir != "" {
+		return dir, nil
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -51,13 +51,16 @@ func main() {
 		}
 	}
 	if *cpuprofile != "" {
-		if err := profile(cfg, *cpuprofile); err != nil {
+		err := profile(cfg, *cpuprofile)
+		bench.CleanupBinaries()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "gatehouse-bench:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	res, err := bench.RunAll(cfg)
+	bench.CleanupBinaries()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gatehouse-bench:", err)
 		os.Exit(1)

@@ -151,6 +151,8 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		Logger:        logger,
 	}
 	if rec != nil {
+		// Assigned only when set: a nil *Recorder in the interface would
+		// not compare equal to nil.
 		cfg.Receipts = rec
 	}
 	var capture *decisionlog.Capture

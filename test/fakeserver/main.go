@@ -48,6 +48,7 @@
 //   - exit: exits the process with arguments.code, without answering.
 //   - sendlistchanged: switches tools/list to the second tool set, sends
 //     notifications/tools/list_changed, then answers "list changed".
+//   - any other tool in the current tool set: returns "<name> done";
 //   - any other name: error -32602.
 //
 // The default tool set is echo (readOnlyHint true), write (readOnlyHint

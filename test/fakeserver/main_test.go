@@ -210,8 +210,12 @@ func TestToolsFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`[ {"name": "only", "inputSchema": {"type": "object"}} ]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := runLines(t, config{tools: file}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
-	want := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"only","inputSchema":{"type":"object"}}]}}` + "\n"
+	out, _ := runLines(t, config{tools: file}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"only"}}`+"\n"+
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other"}}`+"\n")
+	want := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"only","inputSchema":{"type":"object"}}]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"only done"}]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"unknown tool: other"}}` + "\n"
 	if out != want {
 		t.Errorf("got %q, want %q", out, want)
 	}

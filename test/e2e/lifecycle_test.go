@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Lifecycle tests: exit codes, configuration refused before spawn, stderr
+// passed through without blocking, shutdown of a server that will not stop,
+// signals, and no process left behind.
+
+// TestExitCodes checks each exit code of the CLI contract. When the fake
+// server is the command, its marker file tells whether it was spawned.
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      func(marker string) []string // gatehouse arguments
+		stdin     string
+		wantCode  int
+		wantSpawn bool
+		wantErr   string // in gatehouse's stderr
+	}{
+		{
+			name:      "server's own code on client EOF",
+			args:      func(m string) []string { return []string{"wrap", "--", fakeServerBin, "--marker", m, "--exit-code", "3"} },
+			wantCode:  3,
+			wantSpawn: true,
+		},
+		{
+			name: "server's own code when it exits mid-session",
+			args: func(m string) []string { return []string{"wrap", "--", fakeServerBin, "--marker", m} },
+			stdin: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n" +
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exit","arguments":{"code":5}}}` + "\n",
+			wantCode:  5,
+			wantSpawn: true,
+		},
+		{
+			name:     "server killed by SIGKILL",
+			args:     func(string) []string { return []string{"wrap", "--", "/bin/sh", "-c", "kill -KILL $$"} },
+			wantCode: 128 + 9,
+		},
+		{
+			name:     "server killed by SIGTERM",
+			args:     func(string) []string { return []string{"wrap", "--", "/bin/sh", "-c", "kill -TERM $$"} },
+			wantCode: 128 + 15,
+		},
+		{
+			name:     "usage: no command",
+			args:     func(string) []string { return []string{"wrap"} },
+			wantCode: 64,
+		},
+		{
+			name:     "usage: command without --",
+			args:     func(m string) []string { return []string{"wrap", fakeServerBin, "--marker", m} },
+			wantCode: 64,
+		},
+		{
+			name:     "usage: unknown flag",
+			args:     func(m string) []string { return []string{"wrap", "--no-such-flag", "--", fakeServerBin, "--marker", m} },
+			wantCode: 64,
+		},
+		{
+			name:     "config: missing policy file",
+			args:     func(m string) []string { return []string{"wrap", "--policy", "/nonexistent/policy.yaml", "--", fakeServerBin, "--marker", m} },
+			wantCode: 78,
+			wantErr:  "/nonexistent/policy.yaml",
+		},
+		{
+			name: "config: invalid policy",
+			args: func(m string) []string {
+				return []string{"wrap", "--policy", policyFile(t, "name: x\nrules: [oops\n"), "--", fakeServerBin, "--marker", m}
+			},
+			wantCode: 78,
+		},
+		{
+			name: "config: decision log without event source",
+			args: func(m string) []string {
+				return []string{"wrap", "--decision-log", filepath.Join(t.TempDir(), "d.jsonl"), "--", fakeServerBin, "--marker", m}
+			},
+			wantCode: 78,
+		},
+		{
+			name: "config: invalid event source",
+			args: func(m string) []string {
+				return []string{"wrap", "--decision-log", filepath.Join(t.TempDir(), "d.jsonl"), "--event-source", "not a uri", "--", fakeServerBin, "--marker", m}
+			},
+			wantCode: 78,
+		},
+		{
+			name: "config: decision log in a missing directory",
+			args: func(m string) []string {
+				return []string{"wrap", "--decision-log", "/nonexistent/dir/d.jsonl", "--event-source", "gatehouse://e2e/x", "--", fakeServerBin, "--marker", m}
+			},
+			wantCode: 78,
+		},
+		{
+			name: "config: decision log is the policy file",
+			args: func(m string) []string {
+				pol := policyFile(t, toolResultPolicy)
+				return []string{"wrap", "--policy", pol, "--decision-log", pol, "--event-source", "gatehouse://e2e/x", "--", fakeServerBin, "--marker", m}
+			},
+			wantCode: 78,
+		},
+		{
+			name:     "config: tiny frame limit",
+			args:     func(m string) []string { return []string{"wrap", "--max-frame-bytes", "10", "--", fakeServerBin, "--marker", m} },
+			wantCode: 78,
+		},
+		{
+			name:     "server cannot be started",
+			args:     func(string) []string { return []string{"wrap", "--", "/nonexistent/mcp-server"} },
+			wantCode: 69,
+		},
+		{
+			name:     "server is not executable",
+			args:     func(string) []string { return []string{"wrap", "--", "/etc/hostname"} },
+			wantCode: 69,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "spawned")
+			code, _, stderr := runGatehouse(t, tt.stdin, tt.args(marker)...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.wantCode, stderr)
+			}
+			if spawned := fileExists(marker); spawned != tt.wantSpawn {
+				t.Errorf("server spawned: %v, want %v", spawned, tt.wantSpawn)
+			}
+			if !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantErr, stderr)
+			}
+			if tt.wantCode >= 64 && tt.wantCode < 128 && strings.TrimSpace(stderr) == "" {
+				t.Errorf("exit code %d without a message on stderr", tt.wantCode)
+			}
+		})
+	}
+}
+
+// TestServerStderrIsDrained checks that a server writing a lot on stderr
+// before answering is never blocked by gatehouse, and that its stderr is
+// passed through.
+func TestServerStderrIsDrained(t *testing.T) {
+	const n = 100000
+	p := startGatehouse(t, "wrap", "--", fakeServerBin, "--stderr-lines", strconv.Itoa(n))
+	p.initialize("2025-06-18")
+	p.closeStdin()
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if last := "stderr line " + strconv.Itoa(n) + " of " + strconv.Itoa(n); !strings.Contains(p.stderr.String(), last) {
+		t.Errorf("the server's stderr was not passed through (no %q)", last)
+	}
+}
+
+// processGone reports whether pid no longer runs (absent, or a zombie).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesized command name.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z'
+	}
+	return false
+}
+
+// readPid waits for the fake server's grandchild pid file.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	if !waitFor(10*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	}) {
+		t.Fatalf("no pid in %s", path)
+	}
+	return pid
+}
+
+// TestShutdown checks how gatehouse stops a server after client EOF: a
+// server that ignores EOF gets SIGTERM after the grace period, one that
+// also ignores SIGTERM gets SIGKILL after another; the exit code tells the
+// signal, and the server's own child does not outlive gatehouse.
+func TestShutdown(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	tests := []struct {
+		name       string
+		serverArgs []string
+		wantCode   int
+		min, max   time.Duration
+	}{
+		{"exits at EOF", nil, 0, 0, 5 * time.Second},
+		{"ignores EOF", []string{"--ignore-eof"}, 128 + 15, grace, grace + 5*time.Second},
+		{"ignores EOF and SIGTERM", []string{"--ignore-eof", "--ignore-sigterm"}, 128 + 9, 2 * grace, 2*grace + 5*time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+			args := append([]string{"wrap", "--shutdown-grace", grace.String(), "--", fakeServerBin, "--grandchild", pidfile}, tt.serverArgs...)
+			p := startGatehouse(t, args...)
+			p.initialize("2025-06-18")
+			grandchild := readPid(t, pidfile)
+			t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+
+			start := time.Now()
+			p.closeStdin()
+			code := p.wait()
+			took := time.Since(start)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d", code, tt.wantCode)
+			}
+			if took < tt.min || took > tt.max {
+				t.Errorf("shutdown took %v, want between %v and %v", took, tt.min, tt.max)
+			}
+			if !waitFor(5*time.Second, func() bool { return processGone(grandchild) }) {
+				t.Errorf("the server's child %d outlived gatehouse", grandchild)
+			}
+		})
+	}
+}
+
+// TestSignalForwarding checks that SIGTERM or SIGINT sent to gatehouse
+// reaches the server, and that gatehouse then exits with 128+N.
+func TestSignalForwarding(t *testing.T) {
+	tests := []struct {
+		sig  syscall.Signal
+		want int
+	}{
+		{syscall.SIGTERM, 128 + 15},
+		{syscall.SIGINT, 128 + 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			p := startGatehouse(t, "wrap", "--shutdown-grace", "5s", "--", fakeServerBin, "--ignore-eof")
+			p.initialize("2025-06-18")
+			if err := p.cmd.Process.Signal(tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := p.wait(); code != tt.want {
+				t.Errorf("exit code %d, want %d", code, tt.want)
+			}
+		})
+	}
+}
+
+// TestSessionEvents checks the session start and stop events around a run.
+func TestSessionEvents(t *testing.T) {
+	dir := t.TempDir()
+	dl := filepath.Join(dir, "decisions.jsonl")
+	src := "gatehouse://e2e/session"
+	code, _, stderr := runGatehouse(t, "", "wrap", "--decision-log", dl, "--event-source", src, "--", fakeServerBin, "--exit-code", "4")
+	if code != 4 {
+		t.Fatalf("exit code %d\n%s", code, stderr)
+	}
+	events := readDecisionLog(t, dl, src)
+	if ds := decisions(t, events, true); len(ds) != 0 {
+		t.Errorf("decision events without tool calls: %+v", ds)
+	}
+	if len(events) != 2 {
+		t.Fatalf("%d events, want start and stop", len(events))
+	}
+	if !strings.Contains(string(events[1].Data), `"exit_code":4`) {
+		t.Errorf("stop event does not carry the exit code 4: %s", events[1].Data)
+	}
+	fi, err := os.Stat(dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Errorf("decision log mode %v, want 0600", mode)
+	}
+}

@@ -178,7 +178,18 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "list"
 	case yaml.ScalarNode:
-		return strings.TrimPrefix(n.ShortTag(), "!!")
+		switch t := n.ShortTag(); t {
+		case "!!str":
+			return "string"
+		case "!!int":
+			return "integer"
+		case "!!float":
+			return "number"
+		case "!!bool":
+			return "boolean"
+		default:
+			return strings.TrimPrefix(t, "!!")
+		}
 	}
 	return "alias"
 }
@@ -381,12 +392,12 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 
 		if e, has := f["when"]; has {
 			if src, sok := p.str(e, label, "", true); sok {
-				prg, err := compileCondition(src)
+				prg, loops, err := compileCondition(src)
 				if err != nil {
 					p.errorf(e.key.Line, label, "condition: %v", err)
 					ok = false
 				}
-				r.prg = prg
+				r.prg, r.loops = prg, loops
 			} else {
 				ok = false
 			}

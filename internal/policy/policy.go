@@ -216,8 +216,9 @@ type Policy struct {
 type rule struct {
 	id     string
 	line   int
-	tools  []glob // nil: every tool
-	prg    cel.Program
+	tools  []glob      // nil: every tool
+	prg    cel.Program // nil: no condition
+	loops  bool        // prg has comprehensions: evaluate under evalBudget
 	action Action
 	reason string
 	mode   Mode
@@ -306,6 +307,9 @@ func (p *Policy) Evaluate(in *Input) Decision {
 		}
 		d.Action, d.Rule, d.Reason, d.ReasonCode = action, r.id, reason, code
 		decided = true
+	}
+	if act != nil {
+		act.close()
 	}
 	if !decided {
 		d.Action, d.Rule, d.Reason, d.ReasonCode = p.defaultAction, "default", defaultReason, ReasonCodeDefault

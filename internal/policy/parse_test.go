@@ -1,0 +1,261 @@
+package policy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadErrors checks the exact text of every class of load error, one
+// fixture per class under testdata/errors.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want string // without the "policy testdata/errors/FILE" prefix
+	}{
+		// The file as a whole.
+		{"empty.yaml", ":1: empty policy file"},
+		{"comments-only.yaml", ":1: empty policy file"},
+		{"syntax.yaml", ":6: mapping values are not allowed in this context"},
+		{"not-mapping.yaml", ":1: top level must be a mapping, got list"},
+		{"multi-doc.yaml", ":3: more than one YAML document"},
+		{"missing-name.yaml", ":2: missing name"},
+		{"missing-version.yaml", ":1: missing version"},
+		{"version-not-string.yaml", ":2: version must be a string, got timestamp (quote it)"},
+		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, rules)`},
+		{"rules-not-list.yaml", ":4: rules must be a list, got mapping"},
+
+		// Defaults.
+		{"unknown-defaults-key.yaml", `:5: defaults: unknown key "unknown_tools" (want one of action, unknown_tool, deny_response, on_log_failure)`},
+		{"bad-default-action.yaml", `:4: defaults: invalid action "permit" (want allow, deny or monitor)`},
+		{"quarantine-default.yaml", `:4: defaults: action "quarantine" is not supported yet`},
+		{"bad-setting.yaml", `:4: defaults: invalid unknown_tool "ask" (want fetch or deny)`},
+
+		// Rules.
+		{"rule-not-mapping.yaml", ":4: rule #1: must be a mapping, got string"},
+		{"unknown-rule-key.yaml", `:6: rule no_delete: unknown key "condition" (want one of id, tools, when, action, reason, mode)`},
+		{"duplicate-key.yaml", `:7: rule a: duplicate key "action" (first at line 5)`},
+		{"missing-id.yaml", ":7: rule #2: missing id"},
+		{"invalid-id.yaml", `:4: rule #1: invalid id "no deletes" (want letters, digits, '_', '.' and '-')`},
+		{"reserved-id.yaml", `:4: rule #1: id "default" is reserved for decisions no rule matched`},
+		{"duplicate-id.yaml", ":12: rule no_writes: duplicate id (first defined at line 4)"},
+		{"bad-action.yaml", `:5: rule block_it: invalid action "block" (want allow, deny or monitor)`},
+		{"missing-action.yaml", ":4: rule no_action: missing action"},
+		{"redact-rule.yaml", `:6: rule redact_secrets: action "redact" is not supported yet`},
+		{"missing-reason.yaml", ":4: rule silent: missing reason"},
+		{"bad-mode.yaml", `:7: rule dry: invalid mode "dry_run" (want enforce or shadow)`},
+		{"bad-glob.yaml", `:7: rule bad_class: invalid tool pattern "write_[a-": syntax error in pattern`},
+		{"empty-tools.yaml", ":5: rule nothing: tools must not be empty (leave it out to match every tool)"},
+		{"tools-not-list.yaml", ":5: rule one: tools must be a list of glob patterns, got string"},
+
+		// Conditions: the line is the line of the `when` key.
+		{"cel-syntax.yaml", ":7: rule unbalanced: condition: 1:27: Syntax error: missing ')' at '<EOF>'"},
+		{"cel-undeclared.yaml", ":6: rule wrong_variable: condition: 1:1: undeclared reference to 'user' (in container '')"},
+		{"cel-not-bool.yaml", ":7: rule int_condition: condition: type is int, want bool"},
+		{"cel-dyn.yaml", ":5: rule dyn_condition: condition: type is dyn, want bool (compare explicitly, e.g. arguments.flag == true)"},
+		{"cel-empty.yaml", ":5: rule blank: when must not be empty"},
+		{"cel-bad-regex.yaml", ":5: rule bad_regex: condition: 1:24: invalid matches argument"},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		seen[tt.file] = true
+		t.Run(tt.file, func(t *testing.T) {
+			path := "testdata/errors/" + tt.file
+			p, err := Load(path)
+			if err == nil {
+				t.Fatalf("Load(%s) = %v, want error", path, p)
+			}
+			if got, want := err.Error(), "policy "+path+tt.want; got != want {
+				t.Errorf("Load(%s) error\n got: %s\nwant: %s", path, got, want)
+			}
+			var perr *Error
+			if !errors.As(err, &perr) {
+				t.Errorf("error %T is not a *policy.Error", err)
+			} else if perr.File != path {
+				t.Errorf("Error.File = %q, want %q", perr.File, path)
+			}
+		})
+	}
+	// Every fixture is in the table (several.yaml is TestLoadSeveralErrors').
+	files, _ := filepath.Glob("testdata/errors/*.yaml")
+	for _, f := range files {
+		if name := filepath.Base(f); !seen[name] && name != "several.yaml" {
+			t.Errorf("fixture %s has no test case", f)
+		}
+	}
+}
+
+// TestLoadSeveralErrors checks that every problem is reported, sorted by
+// line, one per line.
+func TestLoadSeveralErrors(t *testing.T) {
+	const path = "testdata/errors/several.yaml"
+	_, err := Load(path)
+	want := strings.Join([]string{
+		"policy " + path + ":1: missing name",
+		"policy " + path + ":1: version must be a string, got integer (quote it)",
+		"policy " + path + `:3: defaults: action "redact" is not supported yet`,
+		"policy " + path + ":8: rule a: duplicate id (first defined at line 5)",
+		"policy " + path + `:11: rule a: invalid mode "later" (want enforce or shadow)`,
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load error\n got: %v\nwant: %s", err, want)
+	}
+	var perr *Error
+	if !errors.As(err, &perr) || perr.Line != 1 || perr.Msg != "missing name" {
+		t.Errorf("errors.As found %+v, want the first error", perr)
+	}
+}
+
+func TestErrorFields(t *testing.T) {
+	_, err := Parse("p.yaml", []byte("name: n\nversion: v\nrules:\n  - id: r1\n    action: nope\n    reason: r\n"))
+	var perr *Error
+	if !errors.As(err, &perr) {
+		t.Fatalf("error %v is not a *Error", err)
+	}
+	want := Error{File: "p.yaml", Line: 5, Rule: "r1", Msg: `invalid action "nope" (want allow, deny or monitor)`}
+	if *perr != want {
+		t.Errorf("got %+v, want %+v", *perr, want)
+	}
+	if got := (&Error{File: "f", Msg: "m"}).Error(); got != "policy f: m" {
+		t.Errorf("Error without line = %q", got)
+	}
+}
+
+func TestParseInline(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"null document", "~\n", "policy t.yaml:1: empty policy file"},
+		{"scalar document", "just text\n", "policy t.yaml:1: top level must be a mapping, got string"},
+		{"name not string", "name: [a]\nversion: v\n", "policy t.yaml:1: name must be a string, got list"},
+		{"blank name", "name: ' '\nversion: v\n", "policy t.yaml:1: name must not be empty"},
+		{"null version", "name: n\nversion:\n", "policy t.yaml:2: version must be a string, got null"},
+		{"defaults not mapping", "name: n\nversion: v\ndefaults: deny\n", "policy t.yaml:3: defaults must be a mapping, got string"},
+		{"bool action", "name: n\nversion: v\ndefaults:\n  action: true\n", "policy t.yaml:4: defaults: action must be a string, got boolean (quote it)"},
+		{"bad deny_response", "name: n\nversion: v\ndefaults:\n  deny_response: silent\n", `policy t.yaml:4: defaults: invalid deny_response "silent" (want error or tool_result)`},
+		{"bad on_log_failure", "name: n\nversion: v\ndefaults:\n  on_log_failure: ignore\n", `policy t.yaml:4: defaults: invalid on_log_failure "ignore" (want fail_closed or fail_open)`},
+		{"non-string key", "name: n\nversion: v\n[a]: 1\n", "policy t.yaml:3: keys must be strings, got list"},
+		{"id not string", "name: n\nversion: v\nrules:\n  - id: [x]\n    action: deny\n    reason: r\n", "policy t.yaml:4: rule #1: id must be a string, got list"},
+		{"empty pattern", "name: n\nversion: v\nrules:\n  - id: x\n    tools: ['']\n    action: deny\n    reason: r\n", "policy t.yaml:5: rule x: empty tool pattern"},
+		{"pattern not string", "name: n\nversion: v\nrules:\n  - id: x\n    tools:\n      - {a: b}\n    action: deny\n    reason: r\n", "policy t.yaml:6: rule x: tool pattern must be a string, got mapping"},
+		{"when not string", "name: n\nversion: v\nrules:\n  - id: x\n    when: true\n    action: deny\n    reason: r\n", "policy t.yaml:5: rule x: when must be a string, got boolean (quote it)"},
+		{"reason blank", "name: n\nversion: v\nrules:\n  - id: x\n    action: deny\n    reason: ''\n", "policy t.yaml:6: rule x: reason must not be empty"},
+		{"cel multi-line position", "name: n\nversion: v\nrules:\n  - id: x\n    action: deny\n    reason: r\n    when: |\n      principal.role == 'a' &&\n        tool.nme == 1 && nope\n", "policy t.yaml:7: rule x: condition: 2:20: undeclared reference to 'nope' (in container '')"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tt.src))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse error\n got: %v\nwant: %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("testdata/does-not-exist.yaml")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load error = %v, want fs.ErrNotExist", err)
+	}
+	if !strings.HasPrefix(err.Error(), "policy testdata/does-not-exist.yaml: ") {
+		t.Errorf("Load error = %q, want it prefixed with the file", err)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	p, err := Parse("t.yaml", []byte(`
+name: s
+version: "7"
+defaults:
+  action: deny
+  unknown_tool: deny
+  deny_response: tool_result
+  on_log_failure: fail_open
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Settings{UnknownTool: "deny", DenyResponse: "tool_result", OnLogFailure: "fail_open"}
+	if p.Name() != "s" || p.Version() != "7" || p.Settings() != want {
+		t.Errorf("got %q %q %+v, want s 7 %+v", p.Name(), p.Version(), p.Settings(), want)
+	}
+	if d := p.Evaluate(&Input{}); d.Action != ActionDeny {
+		t.Errorf("default action = %s, want deny", d.Action)
+	}
+
+	// Absent defaults take the built-in values.
+	p, err = Parse("t.yaml", []byte("name: s\nversion: '1'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Settings(); got != Default().Settings() {
+		t.Errorf("settings without defaults = %+v, want %+v", got, Default().Settings())
+	}
+	if d := p.Evaluate(&Input{}); d.Action != ActionAllow {
+		t.Errorf("default action = %s, want allow", d.Action)
+	}
+}
+
+func TestDefault(t *testing.T) {
+	p := Default()
+	want := Settings{UnknownTool: "fetch", DenyResponse: "error", OnLogFailure: "fail_closed"}
+	if p.Name() != "builtin-default" || p.Version() != "1" || p.Settings() != want {
+		t.Errorf("Default() = %q %q %+v", p.Name(), p.Version(), p.Settings())
+	}
+	got := p.Evaluate(&Input{Tool: Tool{Name: "rm_rf"}})
+	wantD := Decision{Action: ActionAllow, Rule: "default", Reason: "no rule matched; default action",
+		ReasonCode: "default", PolicyName: "builtin-default", PolicyVersion: "1"}
+	if got != wantD {
+		t.Errorf("Default().Evaluate = %+v, want %+v", got, wantD)
+	}
+}
+
+// TestYAMLFeatures checks that anchors, aliases, quoting styles and block
+// scalars work as YAML says.
+func TestYAMLFeatures(t *testing.T) {
+	p, err := Parse("t.yaml", []byte(`
+name: 'yaml-features'
+version: "1"
+rules:
+  - id: a
+    tools: &writers ["write_*", "edit_*"]
+    when: >-
+      principal.role ==
+      "agent"
+    action: deny
+    reason: |
+      multi-line
+      reason
+  - id: b
+    tools: *writers
+    action: &act monitor
+    reason: second
+    mode: shadow
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Evaluate(&Input{Principal: Principal{Role: "agent"}, Tool: Tool{Name: "edit_file"}})
+	if d.Rule != "a" || d.Reason != "multi-line\nreason\n" || d.Shadow == nil || d.Shadow.Rule != "b" || d.Shadow.Action != ActionMonitor {
+		t.Errorf("got %+v (shadow %+v)", d, d.Shadow)
+	}
+}
+
+// TestExamplesLoad keeps the shipped examples valid.
+func TestExamplesLoad(t *testing.T) {
+	files, err := filepath.Glob("../../examples/policies/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	if _, err := os.Stat("../../examples/policies/readonly-agent.yaml"); err != nil {
+		t.Error(err)
+	}
+}

@@ -26,8 +26,10 @@ func TestExitCodes(t *testing.T) {
 		wantErr   string // in gatehouse's stderr
 	}{
 		{
-			name:      "server's own code on client EOF",
-			args:      func(m string) []string { return []string{"wrap", "--", fakeServerBin, "--marker", m, "--exit-code", "3"} },
+			name: "server's own code on client EOF",
+			args: func(m string) []string {
+				return []string{"wrap", "--", fakeServerBin, "--marker", m, "--exit-code", "3"}
+			},
 			wantCode:  3,
 			wantSpawn: true,
 		},
@@ -65,8 +67,10 @@ func TestExitCodes(t *testing.T) {
 			wantCode: 64,
 		},
 		{
-			name:     "config: missing policy file",
-			args:     func(m string) []string { return []string{"wrap", "--policy", "/nonexistent/policy.yaml", "--", fakeServerBin, "--marker", m} },
+			name: "config: missing policy file",
+			args: func(m string) []string {
+				return []string{"wrap", "--policy", "/nonexistent/policy.yaml", "--", fakeServerBin, "--marker", m}
+			},
 			wantCode: 78,
 			wantErr:  "/nonexistent/policy.yaml",
 		},
@@ -107,8 +111,10 @@ func TestExitCodes(t *testing.T) {
 			wantCode: 78,
 		},
 		{
-			name:     "config: tiny frame limit",
-			args:     func(m string) []string { return []string{"wrap", "--max-frame-bytes", "10", "--", fakeServerBin, "--marker", m} },
+			name: "config: tiny frame limit",
+			args: func(m string) []string {
+				return []string{"wrap", "--max-frame-bytes", "10", "--", fakeServerBin, "--marker", m}
+			},
 			wantCode: 78,
 		},
 		{

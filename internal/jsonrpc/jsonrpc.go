@@ -176,9 +176,23 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 var decoders = sync.Pool{New: func() any { return new(parser) }}
 
+// parser holds a reusable decoder. The decoder reads from a bytes.Buffer,
+// which jsontext parses in place instead of copying into its own buffer:
+// a 16 MiB frame is not duplicated to be classified.
 type parser struct {
-	rd  bytes.Reader
+	rd  bytes.Buffer
 	dec jsontext.Decoder
+}
+
+// reset points p at b.
+func (p *parser) reset(b []byte) {
+	p.rd = *bytes.NewBuffer(b)
+	p.dec.Reset(&p.rd)
+}
+
+// newDecoder returns a decoder that parses b in place.
+func newDecoder(b []byte, opts ...jsontext.Options) *jsontext.Decoder {
+	return jsontext.NewDecoder(bytes.NewBuffer(b), opts...)
 }
 
 // Body returns frame without its line terminator ("\n" or "\r\n").
@@ -203,8 +217,7 @@ func Parse(frame []byte) (Message, error) {
 	body := Body(frame)
 	p := decoders.Get().(*parser)
 	defer decoders.Put(p)
-	p.rd.Reset(body)
-	p.dec.Reset(&p.rd)
+	p.reset(body)
 	v, err := p.dec.ReadValue()
 	if err != nil {
 		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
@@ -217,16 +230,14 @@ func Parse(frame []byte) (Message, error) {
 	}
 	switch val[0] {
 	case '{':
-		p.rd.Reset(val)
-		p.dec.Reset(&p.rd)
+		p.reset(val)
 		m, perr := classify(&p.dec, val)
 		if perr != nil {
 			return Message{Raw: body}, perr
 		}
 		return m, nil
 	case '[':
-		p.rd.Reset(val)
-		p.dec.Reset(&p.rd)
+		p.reset(val)
 		return parseBatch(&p.dec, val)
 	}
 	return Message{Raw: body}, &Error{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 object or batch"}
@@ -263,9 +274,7 @@ func parseBatch(dec *jsontext.Decoder, val []byte) (Message, error) {
 		if v.Kind() != '{' {
 			return Message{Raw: val}, &Error{Code: CodeInvalidRequest, Message: "invalid request: batch member is not an object"}
 		}
-		var sub jsontext.Decoder
-		sub.Reset(bytes.NewReader(member))
-		mm, perr := classify(&sub, member)
+		mm, perr := classify(newDecoder(member), member)
 		if perr != nil {
 			return Message{Raw: val}, perr
 		}
@@ -385,8 +394,7 @@ func validID(id ID) ID {
 // returns the id when its whole value was read and is a string or number,
 // else the absent ID. Nothing else of the prefix is trusted.
 func SniffID(prefix []byte) ID {
-	var dec jsontext.Decoder
-	dec.Reset(bytes.NewReader(prefix), jsontext.AllowDuplicateNames(true))
+	dec := newDecoder(prefix, jsontext.AllowDuplicateNames(true))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return ID{}
 	}
@@ -419,8 +427,7 @@ func SniffID(prefix []byte) ID {
 // already be strict JSON (from a parsed Message). It returns an error when
 // obj is not an object.
 func ObjectMembers(obj []byte, fn func(name string, value []byte)) error {
-	var dec jsontext.Decoder
-	dec.Reset(bytes.NewReader(obj))
+	dec := newDecoder(obj)
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return fmt.Errorf("read object: %w", err)

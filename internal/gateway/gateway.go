@@ -64,6 +64,8 @@ type Config struct {
 	Log *decisionlog.Log
 	// Receipts is the request-receipt sidecar; nil when off.
 	Receipts Recorder
+	// Evidence records receipts and audit-ledger entries; nil when off.
+	Evidence Evidence
 	// StrongKeys are the params._meta keys whose string value is a strong
 	// tool_call_id; nil means decisionlog.DefaultStrongKeys.
 	StrongKeys []string
@@ -106,7 +108,8 @@ type Session struct {
 
 type pending struct {
 	method string
-	cursor bool // tools/list with a cursor param
+	cursor bool  // tools/list with a cursor param
+	call   *Call // tools/call: what Evidence needs to record the outcome
 }
 
 // Stats counts what a session saw; read it after the session ends.

@@ -66,6 +66,13 @@ func (s *Session) serverMessage(m *jsonrpc.Message) bool {
 			s.record("server", "response to no pending request", 0, len(m.Raw), m.ID)
 			return false
 		}
+		if p.call != nil && s.cfg.Evidence != nil {
+			if withhold, reason := s.cfg.Evidence.Responded(p.call, m); withhold {
+				s.stats.Denied.Add(1)
+				_ = s.sendClient(errorFrame(m.ID, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil))
+				return false
+			}
+		}
 		if m.Result != nil {
 			switch p.method {
 			case mcp.MethodInitialize:

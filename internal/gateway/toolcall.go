@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
@@ -75,6 +76,7 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		}
 	}
 	s.stats.ToolCalls.Add(1)
+	received := time.Now()
 
 	tool, known, stale := s.catalog.lookup(p.name)
 	if (!known || stale) && s.settings.UnknownTool == "fetch" && !inBatch {
@@ -143,8 +145,10 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
 	}
 	code := CodeDenied
+	eventID := ""
 	if s.cfg.Log != nil {
 		ev, err := s.cfg.Log.Emit(decisionlog.TypeToolDecision, data)
+		eventID = ev.ID
 		if err != nil {
 			s.log.Error("decision log write failed", "err", err)
 			if allowed && s.settings.OnLogFailure != "fail_open" {
@@ -159,8 +163,26 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		s.log.Info("tools/call decision", "tool", p.name, "decision", d.Action, "rule", d.Rule, "tool_call_id", tcID)
 	}
 
+	var call *Call
+	if s.cfg.Evidence != nil {
+		call = &Call{
+			Name: p.name, Tool: tool, Known: known, ServerID: s.cfg.ServerID, Principal: s.cfg.Principal,
+			ID: m.ID, Arguments: p.arguments, Meta: p.meta, ToolCallID: tcID, ToolCallIDStrength: strength,
+			Decision: d, Forwarded: allowed, DecisionEventID: eventID, Received: received,
+		}
+		if err := s.cfg.Evidence.Decided(call); err != nil {
+			s.log.Error("evidence write failed", "err", err)
+			if allowed && s.settings.OnLogFailure != "fail_open" {
+				allowed = false
+				code = CodeNotRecorded
+				d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
+			}
+		}
+		call.Arguments, call.Meta = nil, nil
+	}
+
 	if allowed {
-		if isRequest && !s.addPending(m.ID, &pending{method: mcp.MethodToolsCall}) {
+		if isRequest && !s.addPending(m.ID, &pending{method: mcp.MethodToolsCall, call: call}) {
 			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
 		}
 		return true, nil, nil

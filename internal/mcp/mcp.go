@@ -111,4 +111,7 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  Annotations     `json:"annotations"`
+	// Meta is the tool's raw _meta object (security declarations live
+	// there, evidence.md §2), nil when absent.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }

@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+// CodeWithheld answers a tools/call whose response the gateway withheld
+// (for example a server receipt that does not meet receipts.require).
+const CodeWithheld = -32082
+
+// Evidence receives every tools/call decision and the outcome of every
+// forwarded call; package audit implements it with server receipts,
+// gateway decision receipts and the audit ledger (evidence.md §1).
+//
+// Decided runs on the client relay goroutine after the decision event was
+// written and before the call is forwarded or answered; an error means the
+// evidence could not be recorded, and an allowed call is then refused unless
+// the policy says on_log_failure: fail_open. Responded runs on the server
+// relay goroutine with the server's response to a forwarded call, before it
+// is relayed; withhold true replaces the response with a CodeWithheld error
+// carrying reason. Implementations must be safe for concurrent use.
+type Evidence interface {
+	Decided(c *Call) error
+	Responded(c *Call, resp *jsonrpc.Message) (withhold bool, reason string)
+}
+
+// Call is one tools/call as the evidence recorder sees it. Byte slices are
+// only valid during the Decided call that receives them.
+type Call struct {
+	// Name is the tool name from params.name.
+	Name string
+	// Tool is the tool's definition as listed; zero when Known is false.
+	Tool  mcp.Tool
+	Known bool
+	// ServerID and Principal are the run's configuration.
+	ServerID  string
+	Principal policy.Principal
+	// ID is the JSON-RPC id (absent for a tools/call notification).
+	ID jsonrpc.ID
+	// Arguments and Meta are the raw params.arguments and params._meta,
+	// nil when absent.
+	Arguments []byte
+	Meta      []byte
+	// ToolCallID and its strength come from the decision (request-receipts
+	// §7).
+	ToolCallID, ToolCallIDStrength string
+	// Decision is the policy decision; Forwarded whether the call goes to
+	// the server.
+	Decision  policy.Decision
+	Forwarded bool
+	// DecisionEventID is the id of the decision-log event, "" without a
+	// decision log.
+	DecisionEventID string
+	// Received is when the gateway read the request.
+	Received time.Time
+	// State belongs to the Evidence implementation (hashes computed in
+	// Decided, ids to link the outcome to).
+	State any
+}

@@ -102,6 +102,7 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 		}
 	}
 	must(os.Symlink(pol, filepath.Join(dir, "link.jsonl")))
+	must(os.Symlink(pol, filepath.Join(dir, "policy-link.yaml")))
 	must(os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	must(os.Symlink(dir, filepath.Join(dir, "dirlink")))
 	must(os.Link(pol, filepath.Join(dir, "hardlink.jsonl")))
@@ -132,6 +133,8 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 			[]string{"--policy", pol, "--decision-log", pol, "--event-source", eventSource}, []string{"--decision-log"}},
 		{"decision log is the policy file through a symlink",
 			[]string{"--policy", pol, "--decision-log", filepath.Join(dir, "link.jsonl"), "--event-source", eventSource}, []string{"--decision-log"}},
+		{"policy is the decision log through a symlink",
+			[]string{"--policy", filepath.Join(dir, "policy-link.yaml"), "--decision-log", pol, "--event-source", eventSource}, []string{"--decision-log"}},
 		{"decision log is the policy file through ..",
 			[]string{"--policy", pol, "--decision-log", filepath.Join(dir, "sub", "..", "policy.yaml"), "--event-source", eventSource}, []string{"--decision-log"}},
 		{"decision log is the policy file through a symlinked directory",
@@ -176,7 +179,7 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 					t.Errorf("stderr does not mention %q:\n%s", w, errOut)
 				}
 			}
-			if i >= 5 && i <= 10 {
+			if i >= 5 && i <= 11 {
 				// The policy file must be left alone.
 				if got, _ := os.ReadFile(pol); string(got) != string(data) {
 					t.Errorf("the policy file was modified")

@@ -192,6 +192,54 @@ func TestOversizedServerFrame(t *testing.T) {
 	})
 }
 
+// TestOversizedServerRequest checks that a server-to-client request over
+// the limit whose id is readable gets a JSON-RPC error addressed to it (the
+// server is the sender), and is not forwarded.
+func TestOversizedServerRequest(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: an oversized server request is treated like a response (its id is looked up among the client's pending requests); the server never gets an error")
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	banner := `{"jsonrpc":"2.0","id":"big-req","method":"sampling/createMessage","params":{"maxTokens":1,"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("z", 3000) + `"}}]}}`
+	h := startGH(t, run{flags: []string{"--max-frame-bytes", "1024"}, server: []string{"--record", record, "--banner", banner}})
+	expectResult(t, h.call(ping("1"), "1"), "1")
+	waitFile(t, record, `"big-req"`, 5*time.Second)
+	for _, l := range recordLines(t, record) {
+		if strings.Contains(l, `"big-req"`) {
+			expectError(t, l, `"big-req"`, decode(l).Error.Code)
+		}
+	}
+}
+
+// TestSplitFrames checks frames that arrive in pieces, with pauses, in both
+// directions: each is relayed once, whole.
+func TestSplitFrames(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	h := startGH(t, run{server: []string{"--record", record}})
+	h.handshake("2025-06-18")
+	// server -> client: one notification written in three pieces.
+	parts := []string{`{"jsonrpc":"2.0","me`, `thod":"notifications/message","params":{"data":"split"`, "}}\r\n"}
+	h.send(toolCall(`"e"`, "emit", `{"delay_ms":150,"lines":[`+jstr(parts[0])+`,`+jstr(parts[1])+`,`+jstr(parts[2])+`]}`))
+	if got, want := h.read(5*time.Second), strings.Join(parts, ""); got != want {
+		t.Errorf("split server frame arrived as %q, want %q", got, want)
+	}
+	expectResult(t, h.read(5*time.Second), `"e"`)
+	// client -> server: one request written in pieces.
+	p := ping(`"split"`)
+	h.send(p[:5])
+	time.Sleep(100 * time.Millisecond)
+	h.send(p[5:20])
+	time.Sleep(100 * time.Millisecond)
+	h.send(p[20:])
+	expectResult(t, h.read(5*time.Second), `"split"`)
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	if got, want := readFile(t, record), h.sentBytes(); got != want {
+		t.Errorf("server received:\n%q\nwant\n%q", got, want)
+	}
+}
+
 // TestExactBytesClientToServer checks that the server receives exactly the
 // bytes the client sent: CRLF terminators, 1.0, 1e2, integers beyond 2^53,
 // member order, whitespace, U+2028 inside strings, escapes.

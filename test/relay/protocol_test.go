@@ -1,0 +1,558 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBatches checks that JSON-RPC batches are refused unless the negotiated
+// revision is 2025-03-26, which the gateway learns from the server's
+// initialize result (not from what the client asked for); under 2025-03-26
+// each member is decided on its own.
+func TestBatches(t *testing.T) {
+	t.Parallel()
+	twoPings := `[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"ping"}]` + "\n"
+	t.Run("before initialize", func(t *testing.T) {
+		t.Parallel()
+		record := filepath.Join(t.TempDir(), "record")
+		h := startGH(t, run{server: []string{"--record", record}})
+		h.send(twoPings)
+		expectError(t, h.read(5*time.Second), "null", -32600)
+		expectResult(t, h.call(ping("1"), "1"), "1")
+		h.closeStdin()
+		h.wait(10 * time.Second)
+		if got := readFile(t, record); got != ping("1") {
+			t.Errorf("server received %q", got)
+		}
+	})
+	t.Run("server negotiates 2025-06-18", func(t *testing.T) {
+		t.Parallel()
+		record := filepath.Join(t.TempDir(), "record")
+		h := startGH(t, run{server: []string{"--record", record, "--protocol-version", "2025-06-18"}})
+		h.handshake("2025-03-26") // the client asks for 2025-03-26
+		before := h.sentBytes()
+		h.send(twoPings)
+		expectError(t, h.read(5*time.Second), "null", -32600)
+		expectResult(t, h.call(ping("1"), "1"), "1")
+		h.closeStdin()
+		h.wait(10 * time.Second)
+		if got := readFile(t, record); got != before+ping("1") {
+			t.Errorf("server received a batch under 2025-06-18:\n%q", got)
+		}
+	})
+	t.Run("server negotiates 2025-03-26", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		record := filepath.Join(dir, "record")
+		log := filepath.Join(dir, "decisions.jsonl")
+		h := startGH(t, run{
+			flags:  []string{"--policy", testdata("deny-delete.yaml"), "--decision-log", log, "--event-source", eventSource},
+			server: []string{"--record", record, "--protocol-version", "2025-03-26"},
+		})
+		h.handshake("2025-06-18") // the client asks for 2025-06-18
+		allowed := `{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"echo","arguments":{"x":1.0}}}`
+		denied := `{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"delete","arguments":{"path":"/"}}}`
+		h.send("[" + allowed + " , " + denied + "]\n")
+		m := expectError(t, h.read(5*time.Second), `"b2"`, -32080)
+		if !strings.Contains(m.Error.Message, "deny_delete") {
+			t.Errorf("denial %q does not name the rule", m.Error.Message)
+		}
+		waitFile(t, record, allowed, 5*time.Second)
+		// An all-allowed batch goes through byte for byte.
+		all := `[{"jsonrpc":"2.0","id":"c1","method":"ping"}, {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]` + "\r\n"
+		h.send(all)
+		waitFile(t, record, all, 5*time.Second)
+		expectResult(t, h.call(ping("2"), "2"), "2")
+		h.closeStdin()
+		h.wait(10 * time.Second)
+		rec := readFile(t, record)
+		if strings.Contains(rec, `"delete"`) {
+			t.Errorf("the denied batch member reached the server:\n%s", rec)
+		}
+		ev := eventsOf(t, log, typeDecision)
+		if len(ev) != 2 {
+			t.Fatalf("%d decision events, want 2 (one per tools/call member)", len(ev))
+		}
+		if str(ev[0].Data["decision"]) != "allow" || str(ev[1].Data["decision"]) != "deny" {
+			t.Errorf("decisions %s, %s; want allow, deny", ev[0].Data["decision"], ev[1].Data["decision"])
+		}
+	})
+}
+
+// TestDuplicatePendingID checks that a client request whose id is already in
+// flight is refused, and that the first request is untouched: its answer
+// still arrives. Ids are compared by value and type (1 and 1.0 are the same
+// id; "1" is another).
+func TestDuplicatePendingID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record}})
+	h.handshake("2025-06-18")
+	first := toolCall("1", "sleep", `{"ms":800}`)
+	h.send(first)
+	waitFile(t, record, first, 5*time.Second)
+	start := time.Now()
+	for _, dup := range []string{ping("1"), toolCall("1", "echo", `{}`), ping("1.0"), ping("1e0")} {
+		h.send(dup)
+		m := decode(h.read(5 * time.Second))
+		if m.Error == nil || m.Error.Code != -32600 {
+			t.Errorf("duplicate %q: got %+v, want error -32600", dup, m)
+		}
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Errorf("the refusals took %v: they waited for the first request", d)
+	}
+	// "1" is a different id: it is not refused.
+	expectResult(t, h.call(ping(`"1"`), `"1"`), `"1"`)
+	m := expectResult(t, h.read(5*time.Second), "1")
+	if !strings.Contains(string(m.Result), "slept 800 ms") {
+		t.Errorf("first request's answer %s", m.Result)
+	}
+	// Once answered, the id can be used again.
+	expectResult(t, h.call(ping("1"), "1"), "1")
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	want := h.handshakeBytes() + first + ping(`"1"`) + ping("1")
+	if got := readFile(t, record); got != want {
+		t.Errorf("server received:\n%q\nwant\n%q", got, want)
+	}
+	if n := len(eventsOf(t, log, typeDecision)); n != 1 {
+		t.Errorf("%d decision events, want 1 (the refused duplicate tools/call is not decided)", n)
+	}
+}
+
+// handshakeBytes returns what handshake sends.
+func (h *gh) handshakeBytes() string {
+	return initialize(`"init"`, "2025-06-18") + initialized + toolsList(`"tl"`)
+}
+
+// TestServerResponseToNoPending checks that a server response to no pending
+// request (never asked, or already answered) is dropped and recorded.
+func TestServerResponseToNoPending(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}})
+	h.handshake("2025-06-18")
+	stray := []string{
+		`{"jsonrpc":"2.0","id":"never","result":{}}` + "\n",
+		`{"jsonrpc":"2.0","id":"tl","result":{"tools":[]}}` + "\n", // already answered
+		`{"jsonrpc":"2.0","id":"init","error":{"code":1,"message":"late"}}` + "\n",
+	}
+	sentinel := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"s"}}` + "\n"
+	h.send(emitCall(`"e"`, append(stray, sentinel)...))
+	if got := h.read(5 * time.Second); got != sentinel {
+		t.Fatalf("client received %q, want only the sentinel", got)
+	}
+	expectResult(t, h.read(5*time.Second), `"e"`)
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	n := 0
+	for _, e := range eventsOf(t, log, typeRejected) {
+		if str(e.Data["direction"]) == "server" {
+			n++
+		}
+	}
+	if n != len(stray) {
+		t.Errorf("%d server frame.rejected events, want %d", n, len(stray))
+	}
+}
+
+// TestServerRequestsRelayed checks that server-to-client requests
+// (sampling/createMessage, elicitation/create, roots/list) are relayed, that
+// the client's answers are matched to them and forwarded, and that an answer
+// to no pending server request (never asked, or answered twice) is dropped.
+// The same id used in both directions does not mix the two tables up.
+func TestServerRequestsRelayed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record}})
+	h.handshake("2025-06-18")
+	reqs := []string{
+		`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}}` + "\n",
+		`{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}` + "\n",
+		`{"jsonrpc":"2.0","id":"r","method":"roots/list"}` + "\n",
+		`{"jsonrpc":"2.0","id":"e","method":"roots/list"}` + "\n", // same id as the emit call itself
+	}
+	h.send(emitCall(`"e"`, reqs...))
+	for i, want := range reqs {
+		if got := h.read(5 * time.Second); got != want {
+			t.Errorf("server request %d arrived as %q", i, got)
+		}
+	}
+	expectResult(t, h.read(5*time.Second), `"e"`)
+	base := h.sentBytes()
+	answers := []string{
+		`{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant","content":{"type":"text","text":"hello"},"model":"m"}}` + "\n",
+		`{"jsonrpc":"2.0","id":2,"result":{"action":"decline"}}` + "\n",
+		`{"jsonrpc":"2.0","id":"r","error":{"code":-32601,"message":"no roots"}}` + "\n",
+		`{"jsonrpc":"2.0","id":"e","result":{"roots":[]}}` + "\n",
+	}
+	stray := []string{
+		`{"jsonrpc":"2.0","id":"zz","result":{}}` + "\n", // never asked
+		`{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n", // answered twice
+		`{"jsonrpc":"2.0","id":"2","result":{}}` + "\n",  // "2" is not 2
+		`{"jsonrpc":"2.0","id":"tl","result":{}}` + "\n", // a client request id, not a server one
+	}
+	for _, a := range answers {
+		h.send(a)
+	}
+	for _, a := range stray {
+		h.send(a)
+	}
+	expectResult(t, h.call(ping(`"end"`), `"end"`), `"end"`)
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	want := base + strings.Join(answers, "") + ping(`"end"`)
+	if got := readFile(t, record); got != want {
+		t.Errorf("server received:\n%q\nwant\n%q", got, want)
+	}
+	n := 0
+	for _, e := range eventsOf(t, log, typeRejected) {
+		if str(e.Data["direction"]) == "client" {
+			n++
+		}
+	}
+	if n != len(stray) {
+		t.Errorf("%d client frame.rejected events, want %d", n, len(stray))
+	}
+}
+
+// TestLifecycle checks the session-based lifecycle: a ping before
+// initialization is relayed and answered; initialize and
+// notifications/initialized pass unchanged.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	h := startGH(t, run{server: []string{"--record", record}})
+	expectResult(t, h.call(ping(`"early"`), `"early"`), `"early"`)
+	m := expectResult(t, h.call(initialize("1", "2025-11-25"), "1"), "1")
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(m.Result, &res)
+	if res.ProtocolVersion != "2025-11-25" {
+		t.Errorf("initialize result %s", m.Result)
+	}
+	h.send(initialized)
+	waitFile(t, record, initialized, 5*time.Second)
+	expectResult(t, h.call(toolsList("2"), "2"), "2")
+	expectResult(t, h.call(toolCall("3", "echo", `{"a":1}`), "3"), "3")
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	if got, want := readFile(t, record), h.sentBytes(); got != want {
+		t.Errorf("server received:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestStateless checks the stateless revision 2026-07-28: server/discover
+// and a tools/call carrying _meta["io.modelcontextprotocol/protocolVersion"]
+// work without initialize; the gateway's private tools/list (the tool is not
+// known yet) declares the same revision, and its answer never reaches the
+// client.
+func TestStateless(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{
+		flags:  []string{"--policy", testdata("deny-delete-tool-result.yaml"), "--decision-log", log, "--event-source", eventSource},
+		server: []string{"--record", record},
+	})
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"relay-test","version":"0"}}`
+	disc := `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + meta + `}}` + "\n"
+	m := expectResult(t, h.call(disc, `"d"`), `"d"`)
+	if !strings.Contains(string(m.Result), `"2026-07-28"`) {
+		t.Errorf("discover result %s", m.Result)
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"x":"y"},` + meta + `}}` + "\n"
+	m = expectResult(t, h.call(call, "1"), "1")
+	if !strings.Contains(string(m.Result), `"resultType":"complete"`) || !strings.Contains(string(m.Result), `{\"x\":\"y\"}`) {
+		t.Errorf("tools/call result %s", m.Result)
+	}
+	// A denied call under the stateless revision, answered as a tool
+	// result, is a complete result too.
+	del := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete","arguments":{},` + meta + `}}` + "\n"
+	m = expectResult(t, h.call(del, "2"), "2")
+	if !strings.Contains(string(m.Result), `"isError":true`) || !strings.Contains(string(m.Result), `"resultType":"complete"`) {
+		t.Errorf("denied stateless call answered %s", m.Result)
+	}
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	var private []string
+	for _, l := range recordLines(t, record) {
+		if strings.Contains(l, `"tools/list"`) {
+			private = append(private, l)
+		}
+	}
+	if len(private) == 0 {
+		t.Fatalf("no private tools/list reached the server")
+	}
+	for _, l := range private {
+		if !strings.Contains(l, `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
+			t.Errorf("private tools/list does not declare the revision: %q", l)
+		}
+	}
+	if strings.Contains(readFile(t, record), `"initialize"`) {
+		t.Errorf("something sent initialize")
+	}
+	if strings.Contains(readFile(t, record), `"delete"`) {
+		t.Errorf("the denied call reached the server")
+	}
+}
+
+// TestCancelForwardedAtOnce checks that notifications/cancelled reaches the
+// server at once, not queued behind the request it cancels.
+func TestCancelForwardedAtOnce(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	h := startGH(t, run{server: []string{"--record", record}})
+	h.handshake("2025-06-18")
+	long := toolCall(`"long"`, "sleep", `{"ms":3000}`)
+	h.send(long)
+	waitFile(t, record, long, 5*time.Second)
+	start := time.Now()
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user"}}` + "\n"
+	h.send(cancel)
+	waitFile(t, record, cancel, 2*time.Second)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the cancellation took %v to reach the server", d)
+	}
+	// Other traffic is not held up either, and the cancelled request gets
+	// no answer (the server stopped it).
+	expectResult(t, h.call(ping(`"p"`), `"p"`), `"p"`)
+	h.expectNoLine(300 * time.Millisecond)
+}
+
+// TestProgressForwardedAtOnce checks that notifications/progress flows at
+// once in both directions while the request it concerns is in flight.
+func TestProgressForwardedAtOnce(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	h := startGH(t, run{server: []string{"--record", record}})
+	h.handshake("2025-06-18")
+	// server -> client: 3 progress notifications during a 1600 ms sleep,
+	// at about 400, 800 and 1200 ms.
+	start := time.Now()
+	h.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":1600,"steps":3},"_meta":{"progressToken":"tok"}}}` + "\n")
+	for i := 1; i <= 3; i++ {
+		l := h.read(5 * time.Second)
+		m := decode(l)
+		if m.Method != "notifications/progress" {
+			t.Fatalf("line %d: %q, want progress", i, l)
+		}
+		if d := time.Since(start); d > time.Duration(i)*400*time.Millisecond+350*time.Millisecond {
+			t.Errorf("progress %d arrived after %v", i, d)
+		}
+	}
+	// client -> server, while a request is in flight.
+	h.send(toolCall(`"s2"`, "sleep", `{"ms":1500}`))
+	prog := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"client-token","progress":1}}` + "\n"
+	sent := time.Now()
+	h.send(prog)
+	waitFile(t, record, prog, 2*time.Second)
+	if d := time.Since(sent); d > 700*time.Millisecond {
+		t.Errorf("client progress took %v to reach the server", d)
+	}
+	expectResult(t, h.read(5*time.Second), `"s"`)
+	expectResult(t, h.read(5*time.Second), `"s2"`)
+}
+
+// TestToolsListPagination checks that every page of tools/list is seen with
+// its cursor untouched: the client's cursor bytes (here with a JSON escape)
+// reach the server exactly, and a tool listed only on page 3 is known (no
+// private tools/list; tool_known in its decision event).
+func TestToolsListPagination(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record, "--page-size", "1"}})
+	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	h.send(initialized)
+	cursor := ""
+	var names []string
+	for page := 1; page <= 3; page++ {
+		id := fmt.Sprintf(`"p%d"`, page)
+		req := toolsList(id)
+		if cursor != "" {
+			// Escape the cursor's first character: the same string,
+			// other bytes.
+			esc := fmt.Sprintf(`\u%04x`, cursor[0]) + cursor[1:]
+			req = `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"cursor":"` + esc + `"}}` + "\n"
+		}
+		m := expectResult(t, h.call(req, id), id)
+		var res struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Tools) != 1 || res.NextCursor == "" {
+			t.Fatalf("page %d: %s", page, m.Result)
+		}
+		names = append(names, res.Tools[0].Name)
+		cursor = res.NextCursor
+	}
+	if names[2] != "delete" {
+		t.Fatalf("page 3 holds %q, want delete (fake server order changed?)", names[2])
+	}
+	m := expectResult(t, h.call(toolCall(`"d"`, "delete", `{}`), `"d"`), `"d"`)
+	if !strings.Contains(string(m.Result), "delete done") {
+		t.Errorf("delete result %s", m.Result)
+	}
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	if got, want := readFile(t, record), h.sentBytes(); got != want {
+		t.Errorf("server received (a private tools/list means page 3 was not learned):\n%q\nwant\n%q", got, want)
+	}
+	ev := eventsOf(t, log, typeDecision)
+	if len(ev) != 1 || string(ev[0].Data["tool_known"]) != "true" {
+		t.Errorf("decision events %v, want one with tool_known true", ev)
+	}
+}
+
+// TestPrivateRefreshWalksAllPages checks that the private tools/list the
+// gateway sends for an unknown tool follows nextCursor over every page, and
+// that the client sees none of it.
+func TestPrivateRefreshWalksAllPages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record, "--page-size", "1"}})
+	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	h.send(initialized)
+	// sendlistchanged is the 7th and last tool: on page 7.
+	m := expectResult(t, h.call(toolCall("1", "sleep", `{"ms":1}`), "1"), "1")
+	if !strings.Contains(string(m.Result), "slept") {
+		t.Errorf("result %s", m.Result)
+	}
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	var lists []string
+	for _, l := range recordLines(t, record) {
+		if strings.Contains(l, `"tools/list"`) {
+			lists = append(lists, l)
+		}
+	}
+	if len(lists) < 5 {
+		t.Errorf("%d private tools/list pages, want at least 5 (sleep is on page 5)", len(lists))
+	}
+	ev := eventsOf(t, log, typeDecision)
+	if len(ev) != 1 || string(ev[0].Data["tool_known"]) != "true" || str(ev[0].Data["decision"]) != "allow" {
+		t.Errorf("decision events %v, want one allow with tool_known true", ev)
+	}
+}
+
+// TestListChangedRefreshes checks that notifications/tools/list_changed
+// makes the gateway refresh what it knows: a tool that became destructive is
+// then denied for readonly_agent.
+func TestListChangedRefreshes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	log := filepath.Join(dir, "decisions.jsonl")
+	h := startGH(t, run{
+		flags:  []string{"--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent", "--decision-log", log, "--event-source", eventSource},
+		server: []string{"--record", record, "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive.json")},
+	})
+	h.handshake("2025-06-18")
+	expectResult(t, h.call(toolCall("1", "mytool", `{}`), "1"), "1")
+	h.send(toolCall("2", "sendlistchanged", `{}`))
+	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v, want the list_changed notification", m)
+	}
+	expectResult(t, h.read(5*time.Second), "2")
+	m := expectError(t, h.call(toolCall("3", "mytool", `{}`), "3"), "3", -32080)
+	if !strings.Contains(m.Error.Message, "readonly_agent_no_mutating_tools") {
+		t.Errorf("denial %q does not name the rule", m.Error.Message)
+	}
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	if strings.Contains(readFile(t, record), toolCall("3", "mytool", `{}`)) {
+		t.Errorf("the denied call reached the server")
+	}
+	ev := eventsOf(t, log, typeDecision)
+	if len(ev) != 3 {
+		t.Fatalf("%d decision events, want 3", len(ev))
+	}
+	if got := str(ev[2].Data["decision"]) + "/" + str(ev[2].Data["matched_rule"]); got != "deny/readonly_agent_no_mutating_tools" {
+		t.Errorf("third decision %s", got)
+	}
+}
+
+// TestListChangedRefreshesInBatch checks the list_changed rule for a
+// tools/call inside a batch (negotiated 2025-03-26): after
+// notifications/tools/list_changed, a tool that became destructive must not
+// be allowed on what the gateway knew before the change.
+func TestListChangedRefreshesInBatch(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: after list_changed a tools/call inside a batch is decided on the stale catalog (no refresh in batches), so a tool that became destructive is allowed for readonly_agent")
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	h := startGH(t, run{
+		flags:  []string{"--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--record", record, "--protocol-version", "2025-03-26", "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive.json")},
+	})
+	h.handshake("2025-03-26")
+	h.send(toolCall("1", "sendlistchanged", `{}`))
+	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v, want the list_changed notification", m)
+	}
+	expectResult(t, h.read(5*time.Second), "1")
+	member := `{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"mytool","arguments":{}}}`
+	h.send("[" + member + "]\n")
+	h.send(ping("2"))
+	_, before := h.readUntilID("2", 10*time.Second)
+	denied := false
+	for _, l := range before {
+		if m := decode(l); string(m.ID) == `"b1"` && m.Error != nil && m.Error.Code == -32080 {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("the batched call to the now destructive tool was not denied; the client got %q", before)
+	}
+	if strings.Contains(readFile(t, record), member) {
+		t.Errorf("the call to the now destructive tool reached the server")
+	}
+}
+
+// TestListChangedRefreshFails checks that a refresh after list_changed that
+// cannot complete (the server's new tools/list result is over the frame
+// limit, so the gateway never gets it) does not let the call through on the
+// tool's old definition.
+func TestListChangedRefreshFails(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: when the private tools/list after list_changed fails (its result is over the limit and dropped), the gateway waits the 5 s fetch timeout and then decides on the stale catalog: a tool that became destructive is allowed")
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	h := startGH(t, run{
+		flags:  []string{"--max-frame-bytes", "2048", "--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--record", record, "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive-big.json")},
+	})
+	h.handshake("2025-06-18")
+	expectResult(t, h.call(toolCall("1", "mytool", `{}`), "1"), "1")
+	h.send(toolCall("2", "sendlistchanged", `{}`))
+	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v, want the list_changed notification", m)
+	}
+	expectResult(t, h.read(5*time.Second), "2")
+	call := toolCall("3", "mytool", `{}`)
+	resp := h.call(call, "3")
+	if m := decode(resp); m.Error == nil {
+		t.Errorf("the call was allowed on the stale definition: %q", resp)
+	}
+	if strings.Contains(readFile(t, record), call) {
+		t.Errorf("the call reached the server")
+	}
+}

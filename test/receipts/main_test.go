@@ -1,0 +1,692 @@
+package receiptse2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Paths of the binaries TestMain builds.
+var (
+	gatehouseBin string
+	fakeBin      string
+)
+
+const (
+	gatehousePkg = "github.com/gatehouse-mcp/gatehouse/cmd/gatehouse"
+	fakePkg      = "github.com/gatehouse-mcp/gatehouse/test/fakeserver"
+	eventSource  = "gatehouse://local/receipts-e2e"
+
+	// Contract constants (request-receipts.md §3, §4).
+	schemaV0       = "gatehouse.request_decision_receipt.v0"
+	diagnosticLine = `{"schema":"gatehouse.request_decision_receipt.v0","diagnostic":"capture_incomplete"}` + "\n"
+	stderrDiag     = "gatehouse: request receipts: capture incomplete"
+
+	typeDecision = "gatehouse.tool.decision.v1"
+	typeStart    = "gatehouse.session.start.v1"
+	typeStop     = "gatehouse.session.stop.v1"
+	typeRejected = "gatehouse.frame.rejected.v1"
+
+	// Exit codes of gatehouse wrap (README "Exit status").
+	exitGatewayFailure = 70
+	exitConfig         = 78
+
+	// ioWait bounds every single read, call and wait of a test.
+	ioWait = 15 * time.Second
+)
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "gatehouse-receipts-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "receipts e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	gatehouseBin = filepath.Join(dir, "gatehouse")
+	fakeBin = filepath.Join(dir, "fakeserver")
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	for _, b := range []struct{ out, pkg string }{{gatehouseBin, gatehousePkg}, {fakeBin, fakePkg}} {
+		cmd := exec.Command(goCmd, "build", "-o", b.out, b.pkg)
+		cmd.Stdout = os.Stderr
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "receipts e2e: go build %s: %v\n", b.pkg, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// knownBug skips a test that fails because of a reported deviation from the
+// contract, unless GATEHOUSE_TEST_BUGS is set. desc starts with the
+// expectation and the observation.
+func knownBug(t testing.TB, desc string) {
+	t.Helper()
+	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
+		t.Skip("BUG: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// wrapRun describes one `gatehouse wrap` run in front of the fake server.
+type wrapRun struct {
+	// dir is gatehouse's working directory ("" for the test's), so that
+	// relative paths can be tested without chdir in the test process.
+	dir string
+	// flags go between "wrap" and "--".
+	flags []string
+	// server are the fake server's flags.
+	server []string
+	// umask, when set (e.g. "000"), is applied with sh before exec.
+	umask string
+}
+
+// gh is a running gatehouse with a scripted client on its stdio.
+type gh struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *syncBuffer
+	done   chan struct{}
+
+	mu   sync.Mutex
+	sent bytes.Buffer // every byte the client wrote
+	got  bytes.Buffer // every byte the client received
+}
+
+// start starts gatehouse. Every read the test makes has a deadline and
+// cleanup kills gatehouse if it is still running (the fake server dies
+// with it: it gets SIGKILL when gatehouse dies, and its stdin closes).
+func start(t testing.TB, r wrapRun) *gh {
+	t.Helper()
+	argv := []string{gatehouseBin, "wrap"}
+	argv = append(argv, r.flags...)
+	argv = append(argv, "--", fakeBin)
+	argv = append(argv, r.server...)
+	if r.umask != "" {
+		argv = append([]string{"/bin/sh", "-c", `umask ` + r.umask + ` && exec "$@"`, "sh"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = r.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &gh{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = h.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start gatehouse: %v", err)
+	}
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		br := bufio.NewReaderSize(stdout, 1<<16)
+		for {
+			l, err := br.ReadBytes('\n')
+			if len(l) > 0 {
+				h.mu.Lock()
+				h.got.Write(l)
+				h.mu.Unlock()
+				h.lines <- l
+			}
+			if err != nil {
+				close(h.lines)
+				return
+			}
+		}
+	}()
+	go func() {
+		// Wait only after stdout is drained: Wait closes the pipe.
+		<-readerDone
+		_ = cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		_ = h.stdin.Close()
+		select {
+		case <-h.done:
+			return
+		case <-time.After(ioWait):
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-h.done:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	return h
+}
+
+// run starts gatehouse, sends every frame of script in order (waiting for
+// the response of each request that has one), closes stdin and waits for
+// the exit code. It is the common "one session" of most tests.
+func run(t testing.TB, r wrapRun, script []step) (*gh, int) {
+	t.Helper()
+	h := start(t, r)
+	h.play(script)
+	h.closeStdin()
+	return h, h.wait()
+}
+
+// step is one client frame of a script and what the client expects back.
+type step struct {
+	line string // exact bytes sent, terminator included
+	// reply is the raw id of the response to wait for; "*" for exactly one
+	// line with any id; "" when the frame gets no response (a
+	// notification): the script then syncs with a ping so that the gateway
+	// has handled the frame before the next one.
+	reply string
+}
+
+// play sends script and returns, per step, the response it got (nil for
+// a step without one).
+func (h *gh) play(script []step) [][]byte {
+	h.t.Helper()
+	replies := make([][]byte, len(script))
+	for i, s := range script {
+		h.send(s.line)
+		switch s.reply {
+		case "*":
+			replies[i] = h.read()
+		case "":
+			id := fmt.Sprintf(`"sync-%d"`, i)
+			h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n")
+			h.readReply(id)
+		default:
+			replies[i] = h.readReply(s.reply)
+		}
+	}
+	return replies
+}
+
+// send writes s to gatehouse's stdin as it is.
+func (h *gh) send(s string) {
+	h.t.Helper()
+	h.mu.Lock()
+	h.sent.WriteString(s)
+	h.mu.Unlock()
+	if _, err := io.WriteString(h.stdin, s); err != nil {
+		h.t.Fatalf("write to gatehouse: %v\nstderr:\n%s", err, h.tail())
+	}
+}
+
+func (h *gh) closeStdin() { _ = h.stdin.Close() }
+
+// received returns every byte gatehouse wrote to the client so far.
+func (h *gh) received() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return bytes.Clone(h.got.Bytes())
+}
+
+// read returns the next line gatehouse wrote to its stdout, failing the
+// test after ioWait.
+func (h *gh) read() []byte {
+	h.t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			h.t.Fatalf("gatehouse closed its stdout; stderr:\n%s", h.tail())
+		}
+		return l
+	case <-time.After(ioWait):
+		h.t.Fatalf("no line from gatehouse within %v; stderr:\n%s", ioWait, h.tail())
+	}
+	return nil
+}
+
+// readReply reads the response whose raw id is id, failing if another line
+// arrives first.
+func (h *gh) readReply(id string) []byte {
+	h.t.Helper()
+	l := h.read()
+	if m := decodeMsg(l); string(m.ID) != id || m.Method != "" {
+		h.t.Fatalf("got %.300q; want the response to id %s", l, id)
+	}
+	return l
+}
+
+// expectNoLine fails if gatehouse writes a line within d.
+func (h *gh) expectNoLine(d time.Duration) {
+	h.t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if ok {
+			h.t.Fatalf("unexpected line from gatehouse: %.300q", l)
+		}
+	case <-time.After(d):
+	}
+}
+
+// wait waits for gatehouse to exit and returns its exit code.
+func (h *gh) wait() int {
+	h.t.Helper()
+	select {
+	case <-h.done:
+		return h.cmd.ProcessState.ExitCode()
+	case <-time.After(ioWait):
+		h.t.Fatalf("gatehouse did not exit within %v; stderr:\n%s", ioWait, h.tail())
+	}
+	return 0
+}
+
+func (h *gh) tail() string {
+	s := h.stderr.String()
+	if len(s) > 4000 {
+		s = "..." + s[len(s)-4000:]
+	}
+	return s
+}
+
+// msg is the part of a JSON-RPC message the tests look at; ID keeps its
+// raw text.
+type msg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func decodeMsg(line []byte) msg {
+	var m msg
+	_ = json.Unmarshal(line, &m)
+	return m
+}
+
+// Frames of the scripted client.
+
+func initialize(id, version string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"receipts-e2e","version":"0"}}}` + "\n"
+}
+
+const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+
+func discover(id string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"server/discover"}` + "\n"
+}
+
+// toolCall is a tools/call with the given raw id ("" for none), tool name
+// and raw arguments, terminated by LF.
+func toolCall(id, name, args string) string {
+	idPart := ""
+	if id != "" {
+		idPart = `"id":` + id + `,`
+	}
+	return `{"jsonrpc":"2.0",` + idPart + `"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}` + "\n"
+}
+
+// crlf replaces the LF terminator of line with CRLF.
+func crlf(line string) string { return strings.TrimSuffix(line, "\n") + "\r\n" }
+
+// padCall returns an echo tools/call with the given raw id whose length,
+// terminator term included, is exactly n bytes.
+func padCall(id string, n int, term string) string {
+	head := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"pad":"`
+	tail := `"}}}` + term
+	return head + strings.Repeat("a", n-len(head)-len(tail)) + tail
+}
+
+// Files.
+
+// files of one run in a fresh directory.
+type files struct {
+	dir, receipts, log, record, marker string
+}
+
+func newFiles(t testing.TB) files {
+	dir := t.TempDir()
+	return files{
+		dir:      dir,
+		receipts: filepath.Join(dir, "requests.jsonl"),
+		log:      filepath.Join(dir, "decisions.jsonl"),
+		record:   filepath.Join(dir, "server-record"),
+		marker:   filepath.Join(dir, "server-marker"),
+	}
+}
+
+// flags returns the wrap flags of a run with receipts (when withReceipts)
+// and the test policy.
+func (f files) flags(withReceipts bool) []string {
+	fl := []string{"--policy", testdata("deny-delete.yaml"), "--decision-log", f.log, "--event-source", eventSource}
+	if withReceipts {
+		fl = append(fl, "--request-receipts-out", f.receipts)
+	}
+	return fl
+}
+
+func (f files) server() []string { return []string{"--record", f.record, "--marker", f.marker} }
+
+func testdata(name string) string {
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// splitLines splits b after every LF; a last line without LF is kept.
+func splitLines(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	ls := strings.SplitAfter(string(b), "\n")
+	if ls[len(ls)-1] == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return ls
+}
+
+func sha256hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Receipts.
+
+// receipt is one decoded receipt line; raw members keep their JSON text.
+type receipt struct {
+	Schema          string          `json:"schema"`
+	RequestLine     string          `json:"request_line"`
+	RequestBytes    json.RawMessage `json:"request_bytes"`
+	RequestSHA256   string          `json:"request_sha256"`
+	DecisionEventID string          `json:"decision_event_id"`
+	DecisionSHA256  string          `json:"decision_sha256"`
+	RPCIDPresent    json.RawMessage `json:"rpc_id_present"`
+	RPCID           json.RawMessage `json:"rpc_id"`
+	Scope           string          `json:"scope"`
+	Sequence        json.RawMessage `json:"sequence"`
+	MetadataPointer json.RawMessage `json:"metadata_pointer"`
+	VersionState    string          `json:"declared_protocol_version_state"`
+	Version         json.RawMessage `json:"declared_protocol_version"`
+	AssertionBasis  string          `json:"assertion_basis"`
+
+	Raw     string                     `json:"-"`
+	Members map[string]json.RawMessage `json:"-"`
+}
+
+// receiptFields are the 14 members of a receipt (request-receipts.md §3).
+var receiptFields = []string{
+	"schema", "request_line", "request_bytes", "request_sha256", "decision_event_id",
+	"decision_sha256", "rpc_id_present", "rpc_id", "scope", "sequence", "metadata_pointer",
+	"declared_protocol_version_state", "declared_protocol_version", "assertion_basis",
+}
+
+// readReceipts decodes every line of a receipts file; the diagnostic line
+// is returned separately (as its count).
+func readReceipts(t testing.TB, path string) (recs []receipt, diagnostics int) {
+	t.Helper()
+	b := readFile(t, path)
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Errorf("receipts file does not end in LF")
+	}
+	for i, l := range splitLines(b) {
+		if l == diagnosticLine {
+			diagnostics++
+			continue
+		}
+		var r receipt
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("receipts line %d is not JSON: %v: %.300q", i+1, err, l)
+		}
+		if err := json.Unmarshal([]byte(l), &r.Members); err != nil {
+			t.Fatal(err)
+		}
+		r.Raw = l
+		recs = append(recs, r)
+	}
+	return recs, diagnostics
+}
+
+// Decision log.
+
+// event is one decision-log event; Data keeps raw member values.
+type event struct {
+	SpecVersion string                     `json:"specversion"`
+	ID          string                     `json:"id"`
+	Source      string                     `json:"source"`
+	Type        string                     `json:"type"`
+	Time        string                     `json:"time"`
+	DataCT      string                     `json:"datacontenttype"`
+	Data        map[string]json.RawMessage `json:"data"`
+	Raw         string                     `json:"-"`
+}
+
+func readEvents(t testing.TB, path string) []event {
+	t.Helper()
+	var out []event
+	for i, l := range splitLines(readFile(t, path)) {
+		var e event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("decision log line %d: %v: %.300q", i+1, err, l)
+		}
+		e.Raw = l
+		out = append(out, e)
+	}
+	return out
+}
+
+func eventsOf(evs []event, typ string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// capture is the capture member of a session event.
+type capture struct {
+	Scope   string `json:"scope"`
+	State   string `json:"state"`
+	Records *int   `json:"records"`
+}
+
+// sessionCapture returns the capture of the only event of type typ.
+func sessionCapture(t testing.TB, evs []event, typ string) capture {
+	t.Helper()
+	es := eventsOf(evs, typ)
+	if len(es) != 1 {
+		t.Fatalf("%d %s events, want 1", len(es), typ)
+	}
+	var c capture
+	if raw, ok := es[0].Data["capture"]; !ok || json.Unmarshal(raw, &c) != nil {
+		t.Fatalf("%s event has no capture object: %s", typ, es[0].Raw)
+	}
+	return c
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// The verifier.
+
+// verdict is the --json output of gatehouse verify capture.
+type verdict struct {
+	OK      bool   `json:"ok"`
+	Verdict string `json:"verdict"`
+	Records int    `json:"records"`
+	Checks  []struct {
+		Name     string   `json:"name"`
+		OK       bool     `json:"ok"`
+		Failures []string `json:"failures"`
+	} `json:"checks"`
+	Out string `json:"-"`
+}
+
+func (v verdict) failed() []string {
+	out := []string{}
+	for _, c := range v.Checks {
+		if !c.OK {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// fileState is what the verifier must leave unchanged.
+type fileState struct {
+	exists bool
+	sum    string
+	mode   os.FileMode
+	mtime  time.Time
+	size   int64
+}
+
+func stateOf(t testing.TB, path string) fileState {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fileState{}
+	}
+	return fileState{exists: true, sum: sha256hex(readFile(t, path)), mode: fi.Mode(), mtime: fi.ModTime(), size: fi.Size()}
+}
+
+// verifyCapture runs `gatehouse verify capture --json` and returns its exit
+// code and verdict (zero when the output is not a verdict). It fails the
+// test if the verifier changed either input in any way, and also runs the
+// human form, which must exit with the same code.
+func verifyCapture(t testing.TB, receiptsPath, logPath string) (int, verdict) {
+	t.Helper()
+	before := []fileState{stateOf(t, receiptsPath), stateOf(t, logPath)}
+	code, out, errOut := runCLI(t, "verify", "capture", "--receipts", receiptsPath, "--decision-log", logPath, "--json")
+	var v verdict
+	if code == 0 || code == 1 {
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("verify --json output is not JSON (exit %d): %v\n%s\nstderr: %s", code, err, out, errOut)
+		}
+	}
+	v.Out = string(out) + string(errOut)
+	code2, text, _ := runCLI(t, "verify", "capture", "--receipts", receiptsPath, "--decision-log", logPath)
+	if code2 != code {
+		t.Errorf("verify exits %d with --json and %d without", code, code2)
+	}
+	switch {
+	case code == 0 && !strings.Contains(string(text), "capture accepted"):
+		t.Errorf("accepted capture, summary says:\n%s", text)
+	case code == 1 && !strings.Contains(string(text), "REJECTED"):
+		t.Errorf("rejected capture, summary says:\n%s", text)
+	}
+	v.Out += string(text)
+	after := []fileState{stateOf(t, receiptsPath), stateOf(t, logPath)}
+	for i, p := range []string{receiptsPath, logPath} {
+		if before[i] != after[i] {
+			t.Errorf("the verifier changed %s: %+v -> %+v", p, before[i], after[i])
+		}
+	}
+	return code, v
+}
+
+// runCLI runs gatehouse with args (no stdin) under a deadline.
+func runCLI(t testing.TB, args ...string) (code int, stdout, stderr []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ioWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gatehouseBin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("gatehouse %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("gatehouse %v did not finish within %v", args, ioWait)
+	}
+	return code, o.Bytes(), e.Bytes()
+}
+
+// Processes.
+
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// alive reports whether pid is a live process (a zombie is not).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] != 'Z' && b[i+2] != 'X'
+}

@@ -449,7 +449,7 @@ func TestShutdownOnClientEOF(t *testing.T) {
 // gatehouse are forwarded to the server's process group.
 func TestSignalsReachServerGroup(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -538,4 +538,62 @@ func TestDefaultPolicyNotice(t *testing.T) {
 	if n := count(h); n != 0 {
 		t.Errorf("stderr mentions the default policy although --policy was given:\n%s", h.tail())
 	}
+}
+
+// TestServerArgsAfterDash checks that everything after "--" goes to the
+// server as given, in order: its own flags (even ones gatehouse also has),
+// a second "--", empty arguments, spaces and glob characters.
+func TestServerArgsAfterDash(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args")
+	want := []string{"--policy", "not-gatehouse's.yaml", "--", "-x", "", "a b", "$HOME", "*", "--decision-log"}
+	script := `printf '%s\n' "$@" > "$GH_ARGS_FILE"; exec "$GH_FAKE"`
+	h := startGH(t, run{
+		env:     []string{"GH_ARGS_FILE=" + argsFile, "GH_FAKE=" + fakeBin},
+		command: append([]string{"/bin/sh", "-c", script, "sh"}, want...),
+	})
+	expectResult(t, h.call(ping("1"), "1"), "1")
+	h.closeStdin()
+	if code := h.wait(5 * time.Second); code != 0 {
+		t.Errorf("exit code %d\n%s", code, h.tail())
+	}
+	if got := readFile(t, argsFile); got != strings.Join(want, "\n")+"\n" {
+		t.Errorf("server arguments:\n%q\nwant\n%q", got, strings.Join(want, "\n")+"\n")
+	}
+}
+
+// TestPipedSession checks a client that writes its whole session and closes
+// its stdin at once: every answer still arrives before gatehouse exits 0.
+func TestPipedSession(t *testing.T) {
+	t.Parallel()
+	h := startGH(t, run{})
+	h.send(initialize("1", "2025-06-18") + initialized + toolsList("2") + toolCall("3", "echo", `{"x":1}`) + ping("4"))
+	h.closeStdin()
+	for _, id := range []string{"1", "2", "3", "4"} {
+		expectResult(t, h.read(5*time.Second), id)
+	}
+	if code := h.wait(5 * time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// TestServerExitWhileGrandchildHoldsStdout checks that a server that exits
+// while a process it started still holds its stdout open ends gatehouse
+// promptly all the same, and that process is killed.
+func TestServerExitWhileGrandchildHoldsStdout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gc := filepath.Join(dir, "grandchild")
+	h := startGH(t, run{
+		flags:   []string{"--shutdown-grace", "10s"},
+		command: []string{"/bin/sh", "-c", `sleep 300 & echo $! > "$1"; exec "$2" --exit-after-ms 400 --exit-code 4`, "sh", gc, fakeBin},
+	})
+	h.killAtCleanup(gc)
+	expectResult(t, h.call(ping("1"), "1"), "1")
+	gpid := waitPID(t, gc, 5*time.Second)
+	if code := h.wait(3 * time.Second); code != 4 {
+		t.Errorf("exit code %d, want 4\n%s", code, h.tail())
+	}
+	expectGone(t, "the process holding the server's stdout", gpid, 2*time.Second)
 }

@@ -265,7 +265,8 @@ func TestDecisionLogModeAndAppend(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "decisions.jsonl")
 	runOnce := func(id string) {
-		h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}})
+		// umask 000: the mode must not depend on the caller's umask.
+		h := startGH(t, run{wrapper: []string{"/bin/sh", "-c", `umask 000; exec "$@"`, "sh"}, flags: []string{"--decision-log", log, "--event-source", eventSource}})
 		h.handshake("2025-06-18")
 		expectResult(t, h.call(toolCall(id, "echo", `{}`), id), id)
 		h.closeStdin()

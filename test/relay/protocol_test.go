@@ -556,3 +556,34 @@ func TestListChangedRefreshFails(t *testing.T) {
 		t.Errorf("the call reached the server")
 	}
 }
+
+// TestCancelNotQueuedBehindRefresh checks that client traffic (a
+// cancellation, a ping) is not held up while a tools/call waits for the
+// gateway's private tools/list. Here that tools/list result is over the
+// frame limit and dropped, so the gateway never gets an answer to it.
+func TestCancelNotQueuedBehindRefresh(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: RunClient blocks in refreshCatalog; while a tools/call waits for its private tools/list (up to the 5 s fetch timeout, e.g. when that result is oversized and dropped) no client frame is read, so notifications/cancelled and everything else is queued behind the request")
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	h := startGH(t, run{
+		flags:  []string{"--max-frame-bytes", "2048"},
+		server: []string{"--record", record, "--tools", testdata("tools-big.json")},
+	})
+	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	h.send(toolCall(`"u"`, "echo", `{}`))
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"u"}}` + "\n"
+	h.send(cancel)
+	h.send(ping(`"p"`))
+	resp, _ := h.readUntilID(`"p"`, 10*time.Second)
+	expectResult(t, resp, `"p"`)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a ping sent while a tools/call waited for the private tools/list was answered after %v", d)
+	}
+	waitFile(t, record, cancel, 10*time.Second)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the cancellation reached the server after %v", d)
+	}
+}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -455,4 +456,50 @@ func TestInvalidUTF8FromServer(t *testing.T) {
 	h := startGH(t, run{server: []string{"--banner", banner}})
 	expectResult(t, h.call(ping("1"), "1"), "1")
 	h.waitStderr("direction=server", 5*time.Second)
+}
+
+// toolsFileForResponse writes a tools file whose tools/list result, answered
+// to request id 1, is a line of exactly size bytes.
+func toolsFileForResponse(t *testing.T, size int) string {
+	t.Helper()
+	tool := func(n int) string {
+		return `{"name":"echo","description":"` + strings.Repeat("d", n) + `","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`
+	}
+	line := func(n int) int {
+		return len(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + tool(n) + `]}}` + "\n")
+	}
+	n := size - line(0)
+	if n < 0 || line(n) != size {
+		t.Fatalf("cannot build a %d byte tools/list result", size)
+	}
+	path := filepath.Join(t.TempDir(), "tools.json")
+	if err := os.WriteFile(path, []byte("["+tool(n)+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestServerFrameLimitBoundary checks the limit on server frames: a result
+// of exactly --max-frame-bytes passes byte for byte, one byte more (the same
+// result for a one-digit-longer id) is dropped, the client gets an error for
+// it, and the next server frame is relayed.
+func TestServerFrameLimitBoundary(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int{2048, 100000} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			t.Parallel()
+			if limit > 65536 {
+				relayBug(t, wireBugOversized)
+			}
+			tools := toolsFileForResponse(t, limit)
+			h := startGH(t, run{flags: []string{"--max-frame-bytes", fmt.Sprint(limit)}, server: []string{"--tools", tools}})
+			resp := h.call(toolsList("1"), "1")
+			expectResult(t, resp, "1")
+			if len(resp) != limit {
+				t.Fatalf("test setup: result of %d bytes, want %d", len(resp), limit)
+			}
+			expectError(t, h.call(toolsList("12"), "12"), "12", -32603)
+			expectResult(t, h.call(ping("3"), "3"), "3")
+		})
+	}
 }

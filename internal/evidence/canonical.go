@@ -170,9 +170,7 @@ func decimal(s string) (neg bool, digits string, exp int64) {
 		expPart = expPart[1:]
 	}
 	for k := 0; k < len(expPart); k++ {
-		if e < expLimit {
-			e = e*10 + int64(expPart[k]-'0')
-		}
+		e = min(e*10+int64(expPart[k]-'0'), expLimit)
 	}
 	if eneg {
 		e = -e

@@ -528,8 +528,11 @@ type member struct {
 // and returns its members in order. Values alias raw.
 func objectMembers(raw []byte) ([]member, error) {
 	d := jsontext.NewDecoder(bytes.NewBuffer(raw))
-	val, err := d.ReadValue()
+	v, err := d.ReadValue()
+	var val jsontext.Value
 	if err == nil {
+		end := int(d.InputOffset())
+		val = raw[end-len(v) : end : end]
 		if _, err = d.ReadToken(); err == io.EOF {
 			err = nil
 		} else if err == nil {
@@ -549,8 +552,10 @@ func objectMembers(raw []byte) ([]member, error) {
 	var ms []member
 	for d.PeekKind() == '"' {
 		nt, _ := d.ReadToken()
+		name := nt.String()
 		v, _ := d.ReadValue()
-		ms = append(ms, member{name: nt.String(), value: v})
+		end := int(d.InputOffset())
+		ms = append(ms, member{name: name, value: val[end-len(v) : end : end]})
 	}
 	return ms, nil
 }
@@ -567,7 +572,8 @@ func arrayItems(val jsontext.Value) []jsontext.Value {
 		if err != nil {
 			return items
 		}
-		items = append(items, item)
+		end := int(d.InputOffset())
+		items = append(items, val[end-len(item):end:end])
 	}
 	return items
 }

@@ -88,7 +88,29 @@ type parser struct {
 }
 
 func (p *parser) errorf(line int, rule, format string, args ...any) {
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Rule: rule, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Rule: rule, Msg: oneLine(fmt.Sprintf(format, args...))})
+}
+
+// oneLine escapes control characters (CEL and YAML diagnostics can quote a
+// newline from the source) so that every error is one line of text.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029'
 }
 
 // err returns the collected errors, sorted by line (stable).

@@ -143,6 +143,8 @@ func TestParseInline(t *testing.T) {
 		{"pattern not string", "name: n\nversion: v\nrules:\n  - id: x\n    tools:\n      - {a: b}\n    action: deny\n    reason: r\n", "policy t.yaml:6: rule x: tool pattern must be a string, got mapping"},
 		{"when not string", "name: n\nversion: v\nrules:\n  - id: x\n    when: true\n    action: deny\n    reason: r\n", "policy t.yaml:5: rule x: when must be a string, got boolean (quote it)"},
 		{"reason blank", "name: n\nversion: v\nrules:\n  - id: x\n    action: deny\n    reason: ''\n", "policy t.yaml:6: rule x: reason must not be empty"},
+		{"newline in a CEL diagnostic", "name: n\nversion: v\nrules:\n  - id: x\n    action: deny\n    reason: r\n    when: |\n     \"\n",
+			`policy t.yaml:7: rule x: condition: 1:1: Syntax error: token recognition error at: '"\n'; 2:1: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}`},
 		{"cel multi-line position", "name: n\nversion: v\nrules:\n  - id: x\n    action: deny\n    reason: r\n    when: |\n      principal.role == 'a' &&\n        tool.nme == 1 && nope\n", "policy t.yaml:7: rule x: condition: 2:20: undeclared reference to 'nope' (in container '')"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
@@ -178,7 +179,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			}
 			se := t.SideEffect
 			if se == "" {
-				se = "destructive"
+				se = mcp.SideEffectDestructive
 			}
 			a.tool = map[string]any{
 				"name":        t.Name,

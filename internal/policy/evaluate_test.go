@@ -287,6 +287,17 @@ func TestConditionValues(t *testing.T) {
 		{`meta.progressToken == "p1"`, &in, true},
 		{`arguments.int.lowerAscii() == ""`, &in, "error"},
 		{`"a,b".split(",").size() == 2`, &in, true},
+		// Claims of docs/policy.md.
+		{`arguments.int == 42.0 && arguments.float > 1 && arguments.big > 1`, &in, true},
+		{`arguments.?path.orValue("").startsWith("/tmp/allowed/")`, &in, false},
+		{`has(tool.annotations.readOnlyHint) && tool.annotations.readOnlyHint`, &in, true},
+		{`arguments.obj.k == true`, &in, false},
+		{`false && arguments.missing == 1`, &in, false},
+		{`arguments.missing == 1 && false`, &in, false},
+		{`arguments.missing == 1 || true`, &in, true},
+		{`arguments.missing == 1 || false`, &in, "error"},
+		{`type(arguments.obj.k) == string && type(arguments.int) == int && type(arguments.big) == double`, &in, true},
+		{`meta["progressToken"] == "p1" && !("io.modelcontextprotocol/protocolVersion" in meta)`, &in, true},
 		// Zero input: empty maps, destructive side effect.
 		{`size(arguments) == 0 && size(meta) == 0 && size(tool.annotations) == 0`, &Input{}, true},
 		{`tool.side_effect == "destructive" && !tool.known && tool.name == ""`, &Input{}, true},

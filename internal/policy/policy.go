@@ -11,8 +11,10 @@
 //
 // [Parse] and [Load] do all the work that can fail: YAML decoding with strict
 // keys, validation, glob syntax checks and CEL compilation and type checking.
-// The resulting [*Policy] is immutable; [Policy.Evaluate] is pure and safe for
-// concurrent use.
+// The resulting [*Policy] is immutable; [Policy.Evaluate] is safe for
+// concurrent use and depends only on its input, except that conditions that
+// iterate run under a time budget (100 ms per call) and fail closed when it
+// runs out.
 package policy
 
 import (
@@ -57,11 +59,12 @@ const (
 
 // Values of [Settings] fields.
 const (
-	// UnknownToolFetch: refresh tools/list from the server and evaluate the
-	// call with whatever was learned about the tool.
+	// UnknownToolFetch: before deciding a call to a tool it has not seen
+	// listed, the gateway fetches the server's tools/list; a tool still not
+	// listed is denied.
 	UnknownToolFetch = "fetch"
-	// UnknownToolDeny: deny a call to a tool the gateway has not seen listed,
-	// without evaluating rules.
+	// UnknownToolDeny: a call to a tool the gateway has not seen listed is
+	// denied without fetching tools/list.
 	UnknownToolDeny = "deny"
 
 	// DenyResponseError answers a denied call with a JSON-RPC error.
@@ -86,7 +89,8 @@ const (
 	// ReasonCodeDefault: no enforce rule matched; defaults.action applied.
 	ReasonCodeDefault = "default"
 	// ReasonCodeConditionError: a rule's condition failed at run time (a
-	// missing map key, a type mismatch, the cost limit); the call is denied.
+	// missing map key, a type mismatch, the time budget); the call is
+	// denied.
 	ReasonCodeConditionError = "condition_error"
 )
 
@@ -194,8 +198,12 @@ type Decision struct {
 // counts as matching with Action deny and ReasonCode
 // [ReasonCodeConditionError], because that is what enforcing it would do.
 type ShadowDecision struct {
+	// Action is the shadow rule's action (deny on a condition error).
 	Action Action `json:"action"`
-	Rule   string `json:"rule"`
+	// Rule is the shadow rule's id.
+	Rule string `json:"rule"`
+	// Reason is the shadow rule's reason, or "condition of rule ID failed
+	// to evaluate".
 	Reason string `json:"reason"`
 	// ReasonCode is [ReasonCodeRule] or [ReasonCodeConditionError].
 	ReasonCode string `json:"reason_code"`
@@ -203,7 +211,8 @@ type ShadowDecision struct {
 
 // Policy is a compiled policy: validated, with its conditions compiled to CEL
 // programs. It is immutable and safe for concurrent use. Build one with
-// [Load], [Parse] or [Default].
+// [Load], [Parse] or [Default]; the zero Policy is not usable (it has no
+// default action).
 type Policy struct {
 	name, version string
 	defaultAction Action

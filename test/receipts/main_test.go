@@ -66,14 +66,23 @@ func testMain(m *testing.M) int {
 	if err != nil {
 		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	for _, b := range []struct{ out, pkg string }{{gatehouseBin, gatehousePkg}, {fakeBin, fakePkg}} {
-		cmd := exec.Command(goCmd, "build", "-o", b.out, b.pkg)
-		cmd.Stdout = os.Stderr
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "receipts e2e: go build %s: %v\n", b.pkg, err)
-			return 1
-		}
+	builds := []struct{ out, pkg string }{{gatehouseBin, gatehousePkg}, {fakeBin, fakePkg}}
+	errs := make([]error, len(builds))
+	var wg sync.WaitGroup
+	for i, b := range builds {
+		wg.Go(func() {
+			cmd := exec.Command(goCmd, "build", "-o", b.out, b.pkg)
+			cmd.Stdout = os.Stderr
+			cmd.Stderr = os.Stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("go build %s: %w", b.pkg, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "receipts e2e:", err)
+		return 1
 	}
 	return m.Run()
 }
@@ -365,10 +374,11 @@ func toolCall(id, name, args string) string {
 // crlf replaces the LF terminator of line with CRLF.
 func crlf(line string) string { return strings.TrimSuffix(line, "\n") + "\r\n" }
 
-// padCall returns an echo tools/call with the given raw id whose length,
-// terminator term included, is exactly n bytes.
+// padCall returns a tools/call of the fake server's write tool (its result
+// is short) with the given raw id whose length, terminator term included,
+// is exactly n bytes.
 func padCall(id string, n int, term string) string {
-	head := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"pad":"`
+	head := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"write","arguments":{"pad":"`
 	tail := `"}}}` + term
 	return head + strings.Repeat("a", n-len(head)-len(tail)) + tail
 }

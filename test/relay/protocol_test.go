@@ -339,19 +339,25 @@ func TestProgressForwardedAtOnce(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "record")
 	h := startGH(t, run{server: []string{"--record", record}})
 	h.handshake("2025-06-18")
-	// server -> client: 3 progress notifications during a 1600 ms sleep,
-	// at about 400, 800 and 1200 ms.
-	start := time.Now()
-	h.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":1600,"steps":3},"_meta":{"progressToken":"tok"}}}` + "\n")
+	// server -> client: 3 progress notifications during a 2000 ms sleep,
+	// at about 500, 1000 and 1500 ms. Each must reach the client when it
+	// is sent, not together with the result.
+	h.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000,"steps":3},"_meta":{"progressToken":"tok"}}}` + "\n")
+	var at []time.Time
 	for i := 1; i <= 3; i++ {
 		l := h.read(5 * time.Second)
-		m := decode(l)
-		if m.Method != "notifications/progress" {
+		if m := decode(l); m.Method != "notifications/progress" {
 			t.Fatalf("line %d: %q, want progress", i, l)
 		}
-		if d := time.Since(start); d > time.Duration(i)*400*time.Millisecond+350*time.Millisecond {
-			t.Errorf("progress %d arrived after %v", i, d)
-		}
+		at = append(at, time.Now())
+	}
+	expectResult(t, h.read(5*time.Second), `"s"`)
+	end := time.Now()
+	if d := end.Sub(at[0]); d < 900*time.Millisecond {
+		t.Errorf("the first progress arrived only %v before the result", d)
+	}
+	if d := end.Sub(at[2]); d < 200*time.Millisecond {
+		t.Errorf("the last progress arrived only %v before the result", d)
 	}
 	// client -> server, while a request is in flight.
 	h.send(toolCall(`"s2"`, "sleep", `{"ms":1500}`))
@@ -362,7 +368,6 @@ func TestProgressForwardedAtOnce(t *testing.T) {
 	if d := time.Since(sent); d > 700*time.Millisecond {
 		t.Errorf("client progress took %v to reach the server", d)
 	}
-	expectResult(t, h.read(5*time.Second), `"s"`)
 	expectResult(t, h.read(5*time.Second), `"s2"`)
 }
 

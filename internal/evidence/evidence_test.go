@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -40,3 +41,6 @@ func readTestdata(t testing.TB, name string) []byte {
 	}
 	return b
 }
+
+// jsonMarshal marshals v with encoding/json.
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -299,8 +299,10 @@ func heuristics(t *mcp.Tool) heuristic {
 	return h
 }
 
-// words splits s into lowercase words at non-letters and at lower-to-upper
-// case changes ("deleteFile" -> delete, file; "get_url2" -> get, url).
+// words splits s into lowercase words at non-letters, at lower-to-upper case
+// changes and before the last capital of a run followed by a lower-case
+// letter ("deleteFile" -> delete, file; "get_url2" -> get, url;
+// "HTTPFetch" -> http, fetch).
 func words(s string) []string {
 	var out []string
 	var cur []rune
@@ -319,6 +321,14 @@ func words(s string) []string {
 		}
 		if unicode.IsUpper(r) && prevLower {
 			flush()
+		}
+		// "HTTPFetch": the upper-case letter before a lower-case one
+		// starts a new word.
+		if n := len(cur); unicode.IsLower(r) && n >= 2 && unicode.IsUpper(cur[n-1]) && unicode.IsUpper(cur[n-2]) {
+			last := cur[n-1]
+			cur = cur[:n-1]
+			flush()
+			cur = append(cur, last)
 		}
 		cur = append(cur, r)
 		prevLower = unicode.IsLower(r)

@@ -141,7 +141,7 @@ func TestConfidence(t *testing.T) {
 		{"unrecognized source", src("oracle", "oracle", "oracle", "oracle", "oracle"), 0, 0},
 		{"mixed", src("verified_receipt", "verified_receipt", "meta", "annotation", "heuristic"), 0, 0.82},
 		{"annotations only", src("annotation", "annotation", "unknown", "annotation", "unknown"), 0, 0.45},
-		{"draft example 0.91-ish", src("verified_receipt", "verified_receipt", "unsigned_receipt", "meta", "meta"), 0, 0.92},
+		{"mixed with unsigned", src("verified_receipt", "verified_receipt", "unsigned_receipt", "meta", "meta"), 0, 0.92},
 		{"one conflict", src("verified_receipt", "verified_receipt", "verified_receipt", "verified_receipt", "verified_receipt"), 1, 0.9},
 		{"three conflicts", src("unsigned_receipt", "unsigned_receipt", "unsigned_receipt", "unsigned_receipt", "unsigned_receipt"), 3, 0.6},
 		{"floor at zero", src("heuristic", "heuristic", "heuristic", "heuristic", "heuristic"), 9, 0},

@@ -17,6 +17,9 @@ type catalog struct {
 	// stale is set by notifications/tools/list_changed: the next tools/call
 	// refreshes the whole catalog before it is decided.
 	stale bool
+	// listing accumulates the pages of a client-initiated tools/list from
+	// its first page (no cursor) to its last (no nextCursor).
+	listing []mcp.Tool
 }
 
 func newCatalog() *catalog { return &catalog{tools: map[string]mcp.Tool{}} }
@@ -40,6 +43,27 @@ func (c *catalog) upsert(tools []mcp.Tool) {
 	defer c.mu.Unlock()
 	for _, t := range tools {
 		c.tools[t.Name] = t
+	}
+}
+
+// page records one page of a client-initiated tools/list result: its tools
+// are known at once; a listing followed from its first page to its last
+// replaces the catalog and clears stale.
+func (c *catalog) page(tools []mcp.Tool, first, last bool) {
+	c.upsert(tools)
+	c.mu.Lock()
+	if first {
+		c.listing = c.listing[:0]
+	}
+	started := first || c.listing != nil
+	c.listing = append(c.listing, tools...)
+	all := c.listing
+	if last {
+		c.listing = nil
+	}
+	c.mu.Unlock()
+	if last && started {
+		c.replace(all)
 	}
 }
 

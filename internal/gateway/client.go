@@ -165,6 +165,25 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 		s.record("client", reason, jsonrpc.CodeInvalidRequest, len(frame), jsonrpc.ID{})
 		return s.sendClient(errorFrame(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
 	}
+	// Members are decided in order on this goroutine; a member naming a
+	// tool the gateway does not know (or a stale catalog) gets the catalog
+	// refreshed first, once for the whole batch.
+	if s.settings.UnknownTool == "fetch" {
+		for i := range m.Members {
+			mm := &m.Members[i]
+			if mm.Method != mcp.MethodToolsCall {
+				continue
+			}
+			if p, ok := parseToolCall(mm.Params); ok {
+				if _, known, stale := s.catalog.lookup(p.name); !known || stale {
+					s.refreshMu.Lock()
+					s.refreshCatalog(p.meta)
+					s.refreshMu.Unlock()
+					break
+				}
+			}
+		}
+	}
 	var keep [][]byte
 	var replies [][]byte
 	for i := range m.Members {

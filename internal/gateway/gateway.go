@@ -99,6 +99,8 @@ type Session struct {
 	lastMeta    []byte       // params._meta of the last stateless request, for private requests
 	receiptsErr error
 
+	refreshMu sync.Mutex     // one private tools/list fetch at a time
+	held      sync.WaitGroup // tools/call waiting for a catalog fetch
 	opened    atomic.Bool
 	privSeq   atomic.Uint64
 	privNonce string
@@ -177,12 +179,17 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 				s.clientOversized(big)
 				continue
 			}
+			// Calls still waiting for the catalog are decided before
+			// the client side is reported done (and the server's stdin
+			// closed).
+			s.held.Wait()
 			if err == io.EOF {
 				return nil
 			}
 			return fmt.Errorf("read from client: %w", err)
 		}
 		if err := s.handleClient(frame); err != nil {
+			s.held.Wait()
 			return err
 		}
 	}

@@ -60,14 +60,18 @@ func (s *Session) serverMessage(m *jsonrpc.Message) bool {
 		}
 		p, ok := s.pendingC2S[k]
 		delete(s.pendingC2S, k)
+		var call *Call
+		if ok {
+			call = p.call
+		}
 		s.mu.Unlock()
 		if !ok {
 			s.stats.Dropped.Add(1)
 			s.record("server", "response to no pending request", 0, len(m.Raw), m.ID)
 			return false
 		}
-		if p.call != nil && s.cfg.Evidence != nil {
-			if withhold, reason := s.cfg.Evidence.Responded(p.call, m); withhold {
+		if call != nil && s.cfg.Evidence != nil {
+			if withhold, reason := s.cfg.Evidence.Responded(call, m); withhold {
 				s.stats.Denied.Add(1)
 				_ = s.sendClient(errorFrame(m.ID, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil))
 				return false
@@ -82,8 +86,8 @@ func (s *Session) serverMessage(m *jsonrpc.Message) bool {
 					s.mu.Unlock()
 				}
 			case mcp.MethodToolsList:
-				tools, _ := parseToolsPage(m.Result)
-				s.catalog.upsert(tools)
+				tools, next := parseToolsPage(m.Result)
+				s.catalog.page(tools, !p.cursor, next == nil)
 			}
 		}
 		return true
@@ -114,12 +118,16 @@ func (s *Session) serverMessage(m *jsonrpc.Message) bool {
 // when it was a response whose id could be read, the client's pending
 // request is answered with an internal error instead.
 func (s *Session) serverOversized(e *wire.FrameTooLargeError) error {
-	id := jsonrpc.SniffID(e.Prefix)
+	id, isRequest := jsonrpc.Sniff(e.Prefix)
 	reason := fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
 	s.stats.Dropped.Add(1)
 	s.record("server", reason, 0, int(e.Size), id)
 	if !id.Present() {
 		return nil
+	}
+	if isRequest {
+		// A server-to-client request: the server is the sender.
+		return s.sendServer(errorFrame(id, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
 	}
 	s.mu.Lock()
 	_, ok := s.pendingC2S[id.Key()]

@@ -66,22 +66,99 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		return false, errorFrame(m.ID, jsonrpc.CodeInvalidParams, "gatehouse: invalid tools/call params: a string name and object arguments are required", nil), nil
 	}
 	isRequest := m.Kind == jsonrpc.KindRequest
+	// Reserve the id now: a second request with this id is refused even
+	// while this one is still being decided.
+	var slot *pending
 	if isRequest {
-		s.mu.Lock()
-		_, dup := s.pendingC2S[m.ID.Key()]
-		s.mu.Unlock()
-		if dup {
+		slot = &pending{method: mcp.MethodToolsCall}
+		if !s.addPending(m.ID, slot) {
 			s.record("client", "request id already in flight", jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
 			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
 		}
 	}
 	s.stats.ToolCalls.Add(1)
-	received := time.Now()
 
-	tool, known, stale := s.catalog.lookup(p.name)
+	_, known, stale := s.catalog.lookup(p.name)
 	if (!known || stale) && s.settings.UnknownTool == "fetch" && !inBatch {
+		// The catalog must be fetched first. The call waits for it on its
+		// own goroutine so that the client's other traffic (a
+		// notifications/cancelled for this very call, say) is not queued
+		// behind it. The frame is copied: the reader reuses its buffer.
+		s.held.Add(1)
+		go func(frame []byte) {
+			defer s.held.Done()
+			s.heldToolCall(frame, slot)
+		}(append([]byte(nil), line...))
+		return false, nil, nil
+	}
+	fwd, reply := s.decideToolCall(line, m, p, slot)
+	return fwd, reply, nil
+}
+
+// heldToolCall refreshes the catalog, then decides a tools/call that named
+// a tool the gateway did not know, and forwards or answers it. A call the
+// client cancelled meanwhile is decided and recorded but not forwarded.
+func (s *Session) heldToolCall(frame []byte, slot *pending) {
+	m, err := jsonrpc.Parse(frame)
+	if err != nil {
+		return // it parsed before the copy; cannot happen
+	}
+	p, _ := parseToolCall(m.Params)
+	// One refresh at a time; a call that waited behind another's refresh
+	// uses its result.
+	s.refreshMu.Lock()
+	if _, known, stale := s.catalog.lookup(p.name); !known || stale {
 		s.refreshCatalog(p.meta)
-		tool, known, _ = s.catalog.lookup(p.name)
+	}
+	s.refreshMu.Unlock()
+	fwd, reply := s.decideToolCall(frame, &m, p, slot)
+	if reply != nil {
+		if err := s.sendClient(reply); err != nil {
+			s.log.Error("answer to client failed", "err", err)
+		}
+	}
+	if fwd {
+		if err := s.sendServer(frame); err != nil {
+			s.log.Error("forward to server failed", "err", err)
+		}
+	}
+}
+
+// cancelled reports whether the client cancelled the request whose pending
+// slot is slot (its entry is gone or replaced).
+func (s *Session) cancelled(id jsonrpc.ID, slot *pending) bool {
+	if slot == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pendingC2S[id.Key()] != slot
+}
+
+// release frees the pending slot of a call that will not be forwarded.
+func (s *Session) release(id jsonrpc.ID, slot *pending) {
+	if slot == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.pendingC2S[id.Key()] == slot {
+		delete(s.pendingC2S, id.Key())
+	}
+	s.mu.Unlock()
+}
+
+// decideToolCall evaluates policy for one tools/call, writes the decision
+// event (and the receipt and evidence), and reports whether to forward it
+// or the answer to send instead. line is the exact received line, nil for a
+// batch member.
+func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending) (bool, []byte) {
+	isRequest := m.Kind == jsonrpc.KindRequest
+	received := time.Now()
+	tool, known, stale := s.catalog.lookup(p.name)
+	if stale {
+		// The server said its tools changed and the new list could not be
+		// fetched: the old definition is not to be trusted.
+		known = false
 	}
 	meta := decodeObject(p.meta)
 	in := &policy.Input{
@@ -182,16 +259,23 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 	}
 
 	if allowed {
-		if isRequest && !s.addPending(m.ID, &pending{method: mcp.MethodToolsCall, call: call}) {
-			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
+		if s.cancelled(m.ID, slot) {
+			s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", p.name)
+			return false, nil
 		}
-		return true, nil, nil
+		if slot != nil {
+			s.mu.Lock()
+			slot.call = call
+			s.mu.Unlock()
+		}
+		return true, nil
 	}
+	s.release(m.ID, slot)
 	s.stats.Denied.Add(1)
 	if !isRequest {
-		return false, nil, nil
+		return false, nil
 	}
-	return false, s.denyFrame(m.ID, code, d.Rule, d.Reason, p.meta), nil
+	return false, s.denyFrame(m.ID, code, d.Rule, d.Reason, p.meta)
 }
 
 // denyFrame answers a refused tools/call: a JSON-RPC error (deny_response:

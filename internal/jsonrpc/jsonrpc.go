@@ -394,31 +394,38 @@ func validID(id ID) ID {
 // returns the id when its whole value was read and is a string or number,
 // else the absent ID. Nothing else of the prefix is trusted.
 func SniffID(prefix []byte) ID {
+	id, _ := Sniff(prefix)
+	return id
+}
+
+// Sniff reads the top-level members of a JSON object's leading bytes, which
+// may be cut off anywhere, and returns the "id" (as SniffID does) and
+// whether a "method" member name was seen: true means the frame was a
+// request or notification, not a response.
+func Sniff(prefix []byte) (id ID, hasMethod bool) {
 	dec := newDecoder(prefix, jsontext.AllowDuplicateNames(true))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return ID{}
+		return ID{}, false
 	}
 	for {
-		name, err := dec.ReadToken()
-		if err != nil || name.Kind() != '"' {
-			return ID{}
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return id, hasMethod
 		}
-		if name.String() != "id" {
-			if _, err := dec.ReadValue(); err != nil {
-				return ID{}
-			}
-			continue
-		}
+		name := tok.String()
 		v, err := dec.ReadValue()
 		if err != nil {
-			return ID{}
+			return id, hasMethod || name == "method"
 		}
-		switch v.Kind() {
-		case '"', '0':
-			end := int(dec.InputOffset())
-			return ID{raw: append([]byte(nil), prefix[end-len(v):end]...)}
+		switch name {
+		case "method":
+			hasMethod = true
+		case "id":
+			if k := v.Kind(); k == '"' || k == '0' {
+				end := int(dec.InputOffset())
+				id = ID{raw: append([]byte(nil), prefix[end-len(v):end]...)}
+			}
 		}
-		return ID{}
 	}
 }
 

@@ -87,7 +87,7 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	if err == nil {
 		if len(line) > r.limit {
-			return nil, r.tooLarge(line, int64(len(line)), false)
+			return nil, r.tooLarge(line, int64(len(line)), true)
 		}
 		return line, nil
 	}
@@ -113,7 +113,8 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 				acc = append(acc, line[:min(len(line), PrefixBytes-len(acc))]...)
 			}
 			r.buf = acc
-			return nil, r.tooLarge(acc, size, err != nil && err != bufio.ErrBufferFull)
+			// The line ended unless the chunk just read filled the buffer.
+			return nil, r.tooLarge(acc, size, err != bufio.ErrBufferFull)
 		}
 		acc = append(acc, line...)
 		switch err {
@@ -137,7 +138,7 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 func (r *Reader) tooLarge(head []byte, seen int64, ended bool) error {
 	e := &FrameTooLargeError{Limit: r.limit, Prefix: append([]byte(nil), head[:min(len(head), PrefixBytes)]...)}
 	size := seen
-	if !ended && (len(head) == 0 || head[len(head)-1] != '\n') {
+	if !ended {
 		for {
 			line, err := r.br.ReadSlice('\n')
 			size += int64(len(line))

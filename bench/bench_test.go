@@ -23,6 +23,16 @@ func startB(b *testing.B, v Variant) *Proc {
 	return p
 }
 
+// reportProcCPU reports the CPU time per op of the process the client
+// talks to (gatehouse, or fakeserver for the direct pipe) since c0, with
+// /proc's 10 ms resolution.
+func reportProcCPU(b *testing.B, p *Proc, c0 CPUStat) {
+	c1, err := ReadCPU(p.Pid)
+	if err == nil {
+		b.ReportMetric(float64(c1.CPU-c0.CPU)/float64(b.N), "proc-cpu-ns/op")
+	}
+}
+
 // BenchmarkRoundTrip is one tools/call (1 KiB arguments) at a time through a
 // real process: the direct pipe to test/fakeserver --echo-fast, and
 // `gatehouse wrap` in front of it with each feature combination. Besides
@@ -40,6 +50,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
+			c0, _ := ReadCPU(p.Pid)
 			for range b.N {
 				d, err := p.Call()
 				if err != nil {
@@ -48,6 +59,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				lat = append(lat, d)
 			}
 			b.StopTimer()
+			reportProcCPU(b, p, c0)
 			s := Summarize(lat)
 			b.ReportMetric(float64(s.P50), "p50-ns")
 			b.ReportMetric(float64(s.P90), "p90-ns")
@@ -66,10 +78,12 @@ func BenchmarkInFlight64(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
+			c0, _ := ReadCPU(p.Pid)
 			d, err := p.Pipelined(b.N, 64)
 			if err != nil {
 				b.Fatal(err)
 			}
+			reportProcCPU(b, p, c0)
 			b.ReportMetric(float64(b.N)/d.Seconds(), "calls/s")
 		})
 	}

@@ -150,12 +150,12 @@ func (r *Results) Print(w io.Writer) {
 	// Benchmark-format lines: one per measurement, benchstat-compatible.
 	fmt.Fprintf(w, "```\n")
 	for _, l := range r.Latency {
-		fmt.Fprintf(w, "BenchmarkWrap/inflight=1/%s \t%8d\t%10.0f ns/op\t%10.0f p50-ns\t%10.0f p90-ns\t%10.0f p99-ns\n",
-			l.Variant.Name, l.Dist.N, float64(l.Dist.Mean), float64(l.Dist.P50), float64(l.Dist.P90), float64(l.Dist.P99))
+		fmt.Fprintf(w, "BenchmarkWrap/inflight=1/%s \t%8d\t%10.0f ns/op\t%10.0f p50-ns\t%10.0f p90-ns\t%10.0f p99-ns\t%10.0f cpu-ns/op\n",
+			l.Variant.Name, l.Dist.N, float64(l.Dist.Mean), float64(l.Dist.P50), float64(l.Dist.P90), float64(l.Dist.P99), float64(l.CPU.CPU)/float64(max(1, l.Dist.N)))
 	}
 	for _, t := range r.Throughput {
-		fmt.Fprintf(w, "BenchmarkWrap/inflight=%d/%s \t%8d\t%10.0f ns/op\t%10.0f calls/s\n",
-			r.Config.Window, t.Variant.Name, r.Config.ThroughputCalls*len(t.Rates), 1e9/t.Median, t.Median)
+		fmt.Fprintf(w, "BenchmarkWrap/inflight=%d/%s \t%8d\t%10.0f ns/op\t%10.0f calls/s\t%10.0f cpu-ns/op\n",
+			r.Config.Window, t.Variant.Name, t.Calls, 1e9/t.Median, t.Median, float64(t.CPU.CPU)/float64(max(1, t.Calls)))
 	}
 	if r.Long.Calls > 0 {
 		fmt.Fprintf(w, "BenchmarkWrap/calls=%d/%s \t%8d\t%10.0f ns/op\t%10d peak-rss-B\n",
@@ -198,7 +198,7 @@ func (r *Results) Print(w io.Writer) {
 
 	// Latency.
 	fmt.Fprintf(w, "\n## One call in flight (%d calls per variant, interleaved batches of %d)\n\n", r.Config.LatencyCalls, r.Config.Batch)
-	fmt.Fprintf(w, "| variant | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | added p50 µs | added p99 µs | added p50 per batch, IQR µs |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| variant | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | added p50 µs | added p99 µs | added p50 per batch, IQR µs | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Latency {
 		add50, add99, iqr := "-", "-", "-"
 		if direct != nil && l.Variant.Gateway {
@@ -206,36 +206,39 @@ func (r *Results) Print(w io.Writer) {
 			lo, hi := quartiles(addedRounds(&l, direct))
 			iqr = fmt.Sprintf("%.1f .. %.1f", lo, hi)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Variant.Name,
-			us(l.Dist.P50), us(l.Dist.P90), us(l.Dist.P99), us(l.Dist.P999), us(l.Dist.Mean), add50, add99, iqr)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Variant.Name,
+			us(l.Dist.P50), us(l.Dist.P90), us(l.Dist.P99), us(l.Dist.P999), us(l.Dist.Mean), add50, add99, iqr,
+			perCall(l.CPU.CPU, l.Dist.N), perCall(l.CPU.RunQueue, l.Dist.N))
 	}
 
 	// Throughput.
 	fmt.Fprintf(w, "\n## %d calls in flight (%d rounds of %d calls per variant, order rotated)\n\n", r.Config.Window, r.Config.ThroughputRounds, r.Config.ThroughputCalls)
-	fmt.Fprintf(w, "| variant | calls/s (median) | rounds calls/s | vs direct (median of rounds) |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "| variant | calls/s (median) | rounds calls/s | vs direct (median of rounds) | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|\n")
 	for _, t := range r.Throughput {
 		rel := "-"
 		if tDirect != nil && t.Variant.Gateway {
 			rel = fmt.Sprintf("%.0f%%", 100*Median(ratios(&t, tDirect)))
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s |\n", t.Variant.Name, t.Median, spread(t.Rates, "%.0f"), rel)
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s |\n", t.Variant.Name, t.Median, spread(t.Rates, "%.0f"), rel,
+			perCall(t.CPU.CPU, t.Calls), perCall(t.CPU.RunQueue, t.Calls))
 	}
 
 	// Features.
 	if direct != nil && tDirect != nil {
 		fmt.Fprintf(w, "\n## Features on vs off\n\n")
-		fmt.Fprintf(w, "| variant | what | added p50 µs | added p99 µs | throughput vs direct |\n|---|---|---|---|---|\n")
+		fmt.Fprintf(w, "| variant | what | added p50 µs | added p99 µs | throughput vs direct | gatehouse CPU µs/call, 1 / %d in flight |\n|---|---|---|---|---|---|\n", r.Config.Window)
 		for _, l := range r.Latency {
 			if !l.Variant.Gateway {
 				continue
 			}
 			t := r.findThr(l.Variant.Name)
-			rel := "-"
+			rel, cpu := "-", perCall(l.CPU.CPU, l.Dist.N)
 			if t != nil {
 				rel = fmt.Sprintf("%.0f%%", 100*Median(ratios(t, tDirect)))
+				cpu += " / " + perCall(t.CPU.CPU, t.Calls)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", l.Variant.Name, strings.TrimPrefix(l.Variant.Describe(), "client <-> "),
-				us(l.Dist.P50-direct.Dist.P50), us(l.Dist.P99-direct.Dist.P99), rel)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", l.Variant.Name, strings.TrimPrefix(l.Variant.Describe(), "client <-> "),
+				us(l.Dist.P50-direct.Dist.P50), us(l.Dist.P99-direct.Dist.P99), rel, cpu)
 		}
 	}
 
@@ -244,7 +247,7 @@ func (r *Results) Print(w io.Writer) {
 		l := &r.Long
 		slope, fq, lq, peak := l.LongTrend()
 		fmt.Fprintf(w, "\n## Memory over %d calls through the gateway (%d in flight)\n\n", l.Calls, r.Config.Window)
-		fmt.Fprintf(w, "%.0f calls/s over %s; decision log grew to %s MiB. VmRSS after the handshake %s MiB; ", float64(l.Calls)/l.Elapsed.Seconds(), l.Elapsed.Round(time.Second), mib(l.LogBytes), mib(l.Start.RSS))
+		fmt.Fprintf(w, "%.0f calls/s over %s, gatehouse CPU %s µs per call; decision log grew to %s MiB. VmRSS after the handshake %s MiB; ", float64(l.Calls)/l.Elapsed.Seconds(), l.Elapsed.Round(time.Second), perCall(l.CPU.CPU, l.Calls), mib(l.LogBytes), mib(l.Start.RSS))
 		fmt.Fprintf(w, "peak sampled VmRSS %s MiB; VmHWM %s MiB. After the first 10%% of calls: mean VmRSS of the first quarter of samples %s MiB, of the last quarter %s MiB, slope %+.3f MiB per 100k calls (%d samples every %s).\n\n",
 			mib(peak), mib(l.HWM), mib(fq), mib(lq), slope/(1<<20), len(l.Samples), r.Config.SampleEvery)
 		fmt.Fprintf(w, "| calls done | VmRSS MiB |\n|---|---|\n")
@@ -272,6 +275,14 @@ func (r *Results) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// perCall formats d/n in µs.
+func perCall(d time.Duration, n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(d)/1e3/float64(n))
 }
 
 func scale(xs []float64, k float64) []float64 {

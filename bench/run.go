@@ -30,8 +30,23 @@ type Config struct {
 	// Features); the first must be the direct pipe and the second the
 	// gateway configuration the targets apply to.
 	Variants []Variant
+	// Phases selects what RunAll measures: any of "latency", "throughput",
+	// "memory", "frame"; empty means all.
+	Phases []string
 	// Progress, when set, receives one line per phase.
 	Progress func(format string, args ...any)
+}
+
+func (c *Config) runs(phase string) bool {
+	if len(c.Phases) == 0 {
+		return true
+	}
+	for _, p := range c.Phases {
+		if p == phase {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) defaults() {
@@ -79,6 +94,10 @@ type LatencyResult struct {
 	Dist    Dist
 	// RoundP50 is the median of each interleaved batch, in round order.
 	RoundP50 []time.Duration
+	// CPU is the CPU accounting of the process the client talks to
+	// (gatehouse, or fakeserver for the direct pipe) over the measured
+	// calls.
+	CPU CPUStat
 }
 
 // ThroughputResult is the in-flight measurement of one variant.
@@ -88,11 +107,16 @@ type ThroughputResult struct {
 	Rates []float64
 	// Median is the median of Rates.
 	Median float64
+	// CPU is the CPU accounting of the process the client talks to over
+	// all rounds (Calls calls).
+	CPU   CPUStat
+	Calls int
 }
 
 // LongResult is the memory run through the gateway.
 type LongResult struct {
 	Calls    int
+	CPU      CPUStat // gatehouse's, over the calls
 	Elapsed  time.Duration
 	Start    MemStatus // after the handshake
 	HWM      int64     // VmHWM at the end, before the session closes
@@ -127,44 +151,56 @@ type Results struct {
 func RunAll(cfg Config) (*Results, error) {
 	cfg.defaults()
 	res := &Results{Config: cfg, Started: time.Now(), LoadBefore: LoadAvg()}
-	cfg.Progress("starting %d variants", len(cfg.Variants))
-	procs := make([]*Proc, 0, len(cfg.Variants))
-	defer func() {
-		for _, p := range procs {
-			p.Close()
+	if cfg.runs("latency") || cfg.runs("throughput") {
+		cfg.Progress("starting %d variants", len(cfg.Variants))
+		procs := make([]*Proc, 0, len(cfg.Variants))
+		closeAll := func() {
+			for _, p := range procs {
+				p.Close()
+			}
+			procs = nil
 		}
-	}()
-	for _, v := range cfg.Variants {
-		p, err := Start(v)
+		defer closeAll()
+		for _, v := range cfg.Variants {
+			p, err := Start(v)
+			if err != nil {
+				return nil, err
+			}
+			procs = append(procs, p)
+		}
+		if cfg.runs("latency") {
+			cfg.Progress("latency: %d calls per variant, one in flight, batches of %d", cfg.LatencyCalls, cfg.Batch)
+			lat, err := MeasureLatency(procs, cfg.LatencyCalls, cfg.Batch, cfg.Warmup)
+			if err != nil {
+				return nil, err
+			}
+			res.Latency = lat
+		}
+		if cfg.runs("throughput") {
+			cfg.Progress("throughput: %d rounds of %d calls per variant, %d in flight", cfg.ThroughputRounds, cfg.ThroughputCalls, cfg.Window)
+			thr, err := MeasureThroughput(procs, cfg.ThroughputRounds, cfg.ThroughputCalls, cfg.Window)
+			if err != nil {
+				return nil, err
+			}
+			res.Throughput = thr
+		}
+		closeAll()
+	}
+
+	if cfg.runs("memory") {
+		cfg.Progress("memory: %d calls through the gateway, %d in flight", cfg.LongCalls, cfg.Window)
+		long, err := MeasureLong(Gateway, cfg.LongCalls, cfg.Window, cfg.SampleEvery)
 		if err != nil {
 			return nil, err
 		}
-		procs = append(procs, p)
+		res.Long = long
 	}
-	cfg.Progress("latency: %d calls per variant, one in flight, batches of %d", cfg.LatencyCalls, cfg.Batch)
-	lat, err := MeasureLatency(procs, cfg.LatencyCalls, cfg.Batch, cfg.Warmup)
-	if err != nil {
-		return nil, err
-	}
-	res.Latency = lat
-	cfg.Progress("throughput: %d rounds of %d calls per variant, %d in flight", cfg.ThroughputRounds, cfg.ThroughputCalls, cfg.Window)
-	thr, err := MeasureThroughput(procs, cfg.ThroughputRounds, cfg.ThroughputCalls, cfg.Window)
-	if err != nil {
-		return nil, err
-	}
-	res.Throughput = thr
-	for _, p := range procs {
-		p.Close()
-	}
-	procs = procs[:0]
 
-	cfg.Progress("memory: %d calls through the gateway, %d in flight", cfg.LongCalls, cfg.Window)
-	long, err := MeasureLong(Gateway, cfg.LongCalls, cfg.Window, cfg.SampleEvery)
-	if err != nil {
-		return nil, err
+	if !cfg.runs("frame") {
+		res.Elapsed = time.Since(res.Started)
+		res.LoadAfter = LoadAvg()
+		return res, nil
 	}
-	res.Long = long
-
 	cfg.Progress("huge frame: %d-byte arguments, %d calls", cfg.FrameBytes, cfg.FrameRepeats)
 	limit := 2*cfg.FrameBytes + 1<<20
 	for _, v := range []Variant{Direct, Gateway} {
@@ -205,6 +241,7 @@ func MeasureLatency(procs []*Proc, calls, batch, warmup int) ([]LatencyResult, e
 		for k := range procs {
 			i := (k + r) % len(procs)
 			p := procs[i]
+			c0, _ := ReadCPU(p.Pid)
 			for j := 0; j < n; j++ {
 				d, err := p.Call()
 				if err != nil {
@@ -212,6 +249,9 @@ func MeasureLatency(procs []*Proc, calls, batch, warmup int) ([]LatencyResult, e
 				}
 				round[j] = d
 			}
+			c1, _ := ReadCPU(p.Pid)
+			out[i].CPU.CPU += c1.CPU - c0.CPU
+			out[i].CPU.RunQueue += c1.RunQueue - c0.RunQueue
 			samples[i] = append(samples[i], round[:n]...)
 			out[i].RoundP50 = append(out[i].RoundP50, Summarize(round[:n]).P50)
 		}
@@ -236,10 +276,15 @@ func MeasureThroughput(procs []*Proc, rounds, n, window int) ([]ThroughputResult
 	for r := range rounds {
 		for k := range procs {
 			i := (k + r) % len(procs)
+			c0, _ := ReadCPU(procs[i].Pid)
 			d, err := procs[i].Pipelined(n, window)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", procs[i].Variant.Name, err)
 			}
+			c1, _ := ReadCPU(procs[i].Pid)
+			out[i].CPU.CPU += c1.CPU - c0.CPU
+			out[i].CPU.RunQueue += c1.RunQueue - c0.RunQueue
+			out[i].Calls += n
 			out[i].Rates = append(out[i].Rates, float64(n)/d.Seconds())
 		}
 	}
@@ -262,6 +307,7 @@ func MeasureLong(v Variant, calls, window int, every time.Duration) (LongResult,
 		return res, err
 	}
 	base := p.Done.Load()
+	c0, _ := ReadCPU(p.Pid)
 	s := SampleRSS(p.Pid, every, func() int64 { return p.Done.Load() - base })
 	// Chunks keep the id range check of Pipelined meaningful and the
 	// pipeline full: only the ends of each chunk drain it.
@@ -275,6 +321,8 @@ func MeasureLong(v Variant, calls, window int, every time.Duration) (LongResult,
 	}
 	res.Elapsed = time.Since(t0)
 	res.Samples = s.Stop()
+	c1, _ := ReadCPU(p.Pid)
+	res.CPU = c1.Sub(c0)
 	end, err := ReadMem(p.Pid)
 	if err != nil {
 		return res, err

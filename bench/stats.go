@@ -181,3 +181,56 @@ func LoadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
+// 100 on every Linux configuration Go supports).
+const clockTick = 10 * time.Millisecond
+
+// CPUStat is a process's CPU accounting so far.
+type CPUStat struct {
+	// CPU is user plus system time of all its threads (10 ms resolution).
+	CPU time.Duration
+	// RunQueue is the time its live threads spent runnable but waiting for
+	// a CPU (/proc/PID/task/*/schedstat); 0 when schedstats are
+	// unavailable. It measures how contended the machine was.
+	RunQueue time.Duration
+}
+
+// ReadCPU reads pid's CPU accounting from /proc.
+func ReadCPU(pid int) (CPUStat, error) {
+	var c CPUStat
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return c, err
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces: state is field 3, utime 14, stime 15.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return c, os.ErrInvalid
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	c.CPU = time.Duration(ut+st) * clockTick
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			w, _ := strconv.ParseInt(f[1], 10, 64)
+			c.RunQueue += time.Duration(w)
+		}
+	}
+	return c, nil
+}
+
+// Sub returns c - o.
+func (c CPUStat) Sub(o CPUStat) CPUStat {
+	return CPUStat{CPU: c.CPU - o.CPU, RunQueue: c.RunQueue - o.RunQueue}
+}

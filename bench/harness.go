@@ -172,6 +172,10 @@ func (v Variant) Describe() string {
 	if !v.Gateway {
 		return "client <-> fakeserver"
 	}
+	exe := "gatehouse wrap"
+	if v.Exe != "" {
+		exe = filepath.Base(v.Exe) + " wrap"
+	}
 	pol := "default policy"
 	if v.Policy {
 		pol = "readonly-agent policy, role " + Role
@@ -180,7 +184,7 @@ func (v Variant) Describe() string {
 	if v.Log {
 		log = "decision log on"
 	}
-	return "client <-> gatehouse wrap (" + pol + ", " + log + ") <-> fakeserver"
+	return "client <-> " + exe + " (" + pol + ", " + log + ") <-> fakeserver"
 }
 
 // Proc is one started variant: the process the client talks to, and a

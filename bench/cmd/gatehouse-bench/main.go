@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/bench"
@@ -42,8 +43,18 @@ func main() {
 	flag.IntVar(&cfg.LongCalls, "calls", 0, "calls of the memory run (default: $GATEHOUSE_BENCH_CALLS, else 1000000)")
 	flag.IntVar(&cfg.FrameBytes, "frame-bytes", 0, "arguments size of the huge-frame test (default 16 MiB)")
 	cpuprofile := flag.String("cpuprofile", "", "profile the gateway process over -calls calls into `FILE` instead of benchmarking")
+	candidate := flag.String("candidate", "", "also measure this gatehouse `BINARY` (policy and log on, like \"gateway\") as variant \"candidate\", interleaved with the others: an A/B test of a gateway change")
+	phases := flag.String("phases", "", "comma-separated subset of latency,throughput,memory,frame (default all)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
+	if *phases != "" {
+		cfg.Phases = strings.Split(*phases, ",")
+	}
+	if *candidate != "" {
+		c := bench.Gateway
+		c.Name, c.Exe = "candidate", *candidate
+		cfg.Variants = append(append([]bench.Variant(nil), bench.Features...), c)
+	}
 	if !*quiet {
 		t0 := time.Now()
 		cfg.Progress = func(format string, args ...any) {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,8 @@ type wrapRun struct {
 	server []string
 	// umask, when set (e.g. "000"), is applied with sh before exec.
 	umask string
+	// wrapper goes before the gatehouse command (e.g. prlimit ... --).
+	wrapper []string
 }
 
 // gh is a running gatehouse with a scripted client on its stdio.
@@ -151,6 +154,7 @@ func start(t testing.TB, r wrapRun) *gh {
 	argv = append(argv, r.flags...)
 	argv = append(argv, "--", fakeBin)
 	argv = append(argv, r.server...)
+	argv = append(slices.Clone(r.wrapper), argv...)
 	if r.umask != "" {
 		argv = append([]string{"/bin/sh", "-c", `umask ` + r.umask + ` && exec "$@"`, "sh"}, argv...)
 	}
@@ -536,6 +540,21 @@ func readEvents(t testing.TB, path string) []event {
 	return out
 }
 
+// readEventsLenient is readEvents skipping lines that are not events (an
+// operator's line, a partial last line).
+func readEventsLenient(t testing.TB, path string) []event {
+	t.Helper()
+	var out []event
+	for _, l := range splitLines(readFile(t, path)) {
+		var e event
+		if json.Unmarshal([]byte(l), &e) == nil && e.Type != "" {
+			e.Raw = l
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func eventsOf(evs []event, typ string) []event {
 	var out []event
 	for _, e := range evs {
@@ -598,6 +617,13 @@ func (v verdict) failed() []string {
 	return out
 }
 
+// checkNames are the verifier's checks in the order of request-receipts.md
+// §6 (names from docs/request-receipts.md and the README).
+var checkNames = []string{
+	"lines_complete", "receipt_fields", "no_incomplete_diagnostic", "lifecycle", "scope_sequence",
+	"request_digest", "decision_reference", "event_population", "rpc_id_tool", "protocol_version",
+}
+
 // fileState is what the verifier must leave unchanged.
 type fileState struct {
 	exists bool
@@ -631,6 +657,18 @@ func verifyCapture(t testing.TB, receiptsPath, logPath string) (int, verdict) {
 		}
 	}
 	v.Out = string(out) + string(errOut)
+	if code == 0 || code == 1 {
+		var names []string
+		for _, c := range v.Checks {
+			names = append(names, c.Name)
+		}
+		if !slices.Equal(names, checkNames) {
+			t.Errorf("verify --json checks %v, want one entry per check in order %v", names, checkNames)
+		}
+		if v.OK != (code == 0) || v.Verdict != map[bool]string{true: "accepted", false: "rejected"}[code == 0] {
+			t.Errorf("verify exit %d with ok %v, verdict %q", code, v.OK, v.Verdict)
+		}
+	}
 	code2, text, _ := runCLI(t, "verify", "capture", "--receipts", receiptsPath, "--decision-log", logPath)
 	if code2 != code {
 		t.Errorf("verify exits %d with --json and %d without", code, code2)

@@ -233,7 +233,11 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 				code = CodeNotRecorded
 				d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
 			}
-		} else if s.cfg.Receipts != nil && line != nil {
+		}
+		if s.cfg.Receipts != nil {
+			// Called for every decision: a failed emit (zero ev) or a
+			// batch member (nil line) has no receipt of its own and
+			// marks the capture incomplete (request-receipts.md §4).
 			s.cfg.Receipts.Record(line, ev, m.ID.Present(), rpcRaw)
 		}
 	} else {

@@ -1,0 +1,107 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, accepts only valid JSON
+// (judged by encoding/json, an independent parser), reports well-formed
+// problems, and is stable: a parsed receipt marshals and parses back to
+// itself. Verify and Find run on every input too.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"receipts/valid.json", "receipts/draft_example.json", "signed/ed25519.json", "signed/hmac-sha256.json"} {
+		f.Add(readTestdata(f, name))
+	}
+	for _, s := range []string{
+		`{}`, `[]`, `{"receipt_id":5}`, `{"redactions":[{},1,{"field":"a","class":"b","method":"c"}]}`,
+		`{"ledger_seq":-0}`, `{"declared_side_effects":["read","read","fly"]}`, `{"a":1,"a":2}`,
+		`{"receipt_signature":"x","signature_alg":"ed25519","server_id":"roam-code-local"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, problems, err := Parse(raw)
+		status := Verify(raw, r, testKeys)
+		wrapped := append(append([]byte(`{"_meta":{"interlock":`), raw...), `}}`...)
+		Find(wrapped, DefaultReceiptKeys)
+		if err != nil {
+			if r != nil || problems != nil {
+				t.Fatal("error with a receipt or problems")
+			}
+			if len(bytes.TrimSpace(raw)) > 0 && status != StatusTampered {
+				t.Fatalf("unparseable receipt has status %s", status)
+			}
+			return
+		}
+		if !json.Valid(raw) {
+			t.Fatalf("Parse accepted invalid JSON %q", raw)
+		}
+		for _, p := range problems {
+			if p.Field == "" || problemText[p.Kind] == "" {
+				t.Fatalf("malformed problem %#v", p)
+			}
+		}
+		out, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, _, err := Parse(out)
+		if err != nil {
+			t.Fatalf("re-parse of %s: %v", out, err)
+		}
+		if !reflect.DeepEqual(r, r2) {
+			t.Fatalf("unstable:\n%+v\n%+v", r, r2)
+		}
+	})
+}
+
+// FuzzCanonical checks that Canonical never panics and, when it succeeds,
+// writes valid JSON that is a fixed point of Canonical, means the same as
+// the input to encoding/json (numbers as float64, which are exact here),
+// and hashes as Hash says.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{
+		`{"b":1,"a":[1.0,2e3,-0,"x\u0000y"]}`, `1e21`, `1e-7`, `0.1`, `9007199254740993`, `"\ud83d\ude00"`,
+		`{"\ufb33":1,"\ud83d\ude00":2}`, `[]`, `null`, `{"a":{"a":{"a":[true,false,null]}}}`, `333333333.33333329`,
+		`{"a":1,"a":1}`, "\"\xff\"", `1 2`, ` { } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, err := Canonical(raw)
+		h, herr := Hash(raw)
+		if (err == nil) != (herr == nil) || errors.Is(err, ErrInexactNumber) != errors.Is(herr, ErrInexactNumber) {
+			t.Fatalf("Canonical and Hash disagree: %v / %v", err, herr)
+		}
+		if err != nil {
+			return
+		}
+		sum := sha256.Sum256(out)
+		if h != HashPrefix+hex.EncodeToString(sum[:]) {
+			t.Fatal("Hash is not sha256 of Canonical")
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+		again, err := Canonical(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not a fixed point: %q -> %q (%v)", out, again, err)
+		}
+		var a, b any
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatalf("encoding/json rejects accepted input %q: %v", raw, err)
+		}
+		if err := json.Unmarshal(out, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("meaning changed: %q -> %q", raw, out)
+		}
+	})
+}

@@ -240,7 +240,7 @@ func checkReceipts(t *testing.T, f files, frames []frame) {
 		t.Errorf("scope %q is not a random UUID", start.Scope)
 	}
 	if stop.Scope != start.Scope || stop.State != "complete" || stop.Records == nil || *stop.Records != len(recs) {
-		t.Errorf("stop capture %+v, want scope %s, complete, %d records", stop, start.Scope, len(recs))
+		t.Errorf("stop capture %v, want scope %s, complete, %d records", stop, start.Scope, len(recs))
 	}
 
 	referenced := map[string]int{}
@@ -447,7 +447,7 @@ func TestNoFileWithoutNonDiscoverFrame(t *testing.T) {
 			}
 			stop := sessionCapture(t, readEvents(t, f.log), typeStop)
 			if stop.State != "complete" || stop.Records == nil || *stop.Records != 0 {
-				t.Errorf("stop capture %+v, want complete with 0 records", stop)
+				t.Errorf("stop capture %v, want complete with 0 records", stop)
 			}
 			if !tt.wantFile {
 				if exists(f.receipts) {

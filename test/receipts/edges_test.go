@@ -42,7 +42,7 @@ func TestOrderlyEndsAreVerifiable(t *testing.T) {
 			stop := sessionCapture(t, readEvents(t, f.log), typeStop)
 			recs, _ := readReceipts(t, f.receipts)
 			if stop.State != "complete" || stop.Records == nil || *stop.Records != len(recs) {
-				t.Errorf("stop capture %+v with %d receipts", stop, len(recs))
+				t.Errorf("stop capture %v with %d receipts", stop, len(recs))
 			}
 			if code, v := verifyCapture(t, f.receipts, f.log); code != 0 {
 				t.Errorf("verify exit %d (%v), want 0", code, v.failed())
@@ -113,7 +113,7 @@ func TestBatchToolCallIsNotSilentlyOmitted(t *testing.T) {
 	if diags == 1 && stop.State == "incomplete" && strings.Contains(h.stderr.String(), stderrDiag) {
 		return
 	}
-	t.Logf("observed: %d receipts, %d diagnostics, stop %+v, verifier failed %v, stderr %q", len(recs), diags, stop, v.failed(), h.stderr.String())
+	t.Logf("observed: %d receipts, %d diagnostics, stop %v, verifier failed %v, stderr %q", len(recs), diags, stop, v.failed(), h.stderr.String())
 	knownBug(t, "a tools/call in a batch gets a decision event but no receipt, and the capture is not marked incomplete "+
 		"(expected: capture_incomplete diagnostic, stderr line, stop state incomplete; observed: no diagnostic, "+
 		"stop state complete, only the verifier's event_population check notices)")

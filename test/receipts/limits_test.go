@@ -1,6 +1,7 @@
 package receiptse2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -149,7 +150,7 @@ func TestLimits(t *testing.T) {
 			}
 			if tt.complete {
 				if diags != 0 || stderrCount != 0 || stop.State != "complete" {
-					t.Errorf("no limit was hit, but: %d diagnostics, %d stderr lines, stop %+v", diags, stderrCount, stop)
+					t.Errorf("no limit was hit, but: %d diagnostics, %d stderr lines, stop %v", diags, stderrCount, stop)
 				}
 				if code, v := verifyCapture(t, f.receipts, f.log); code != 0 {
 					t.Errorf("verify exit %d (%v), want 0", code, v.failed())
@@ -163,7 +164,7 @@ func TestLimits(t *testing.T) {
 				t.Errorf("stderr has %q %d times, want once:\n%s", stderrDiag, stderrCount, h.tail())
 			}
 			if stop.State != "incomplete" || stop.Records == nil || *stop.Records != tt.records {
-				t.Errorf("stop capture %+v, want incomplete with %d records", stop, tt.records)
+				t.Errorf("stop capture %v, want incomplete with %d records", stop, tt.records)
 			}
 			if len(data) > 4<<20+len(diagnosticLine) {
 				t.Errorf("receipts file is %d bytes, over 4 MiB", len(data))
@@ -182,4 +183,72 @@ func (m msg) IDText(def string) string {
 		return def
 	}
 	return string(m.ID)
+}
+
+// TestSidecarWriteFailure makes a receipt write fail part-way: gatehouse
+// runs under RLIMIT_FSIZE, so the receipts file cannot grow past the limit
+// (the decision log stays far below it). The records before stay as
+// written, receipts are off for the rest of the run, stderr says capture
+// incomplete once, every call is still answered, the stop event says
+// incomplete, and the verifier rejects the damaged capture. The fake
+// server does not record its input here: its record file would hit the
+// same limit.
+func TestSidecarWriteFailure(t *testing.T) {
+	t.Parallel()
+	const limit = 40 << 10
+	f := newFiles(t)
+	h := start(t, wrapRun{flags: f.flags(true), server: []string{"--marker", f.marker},
+		wrapper: []string{"prlimit", fmt.Sprintf("--fsize=%d", limit), "--"}})
+	steps := []step{{line: initialize(`"init"`, "2025-06-18"), reply: `"init"`}}
+	var calls []string
+	for i := 1; i <= 8; i++ {
+		c := padCall(fmt.Sprint(i), 9000, "\n")
+		calls = append(calls, c)
+		steps = append(steps, step{line: c, reply: fmt.Sprint(i)})
+	}
+	replies := h.play(steps)
+	h.closeStdin()
+	if code := h.wait(); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, h.tail())
+	}
+	for i, r := range replies[1:] {
+		if m := decodeMsg(r); m.Result == nil {
+			t.Errorf("call %d: response %.200q, want a result", i+1, r)
+		}
+	}
+	data := readFile(t, f.receipts)
+	lines := splitLines(data)
+	// Each record is a little over 9,000 bytes: four fit under the
+	// limit, the fifth is cut off by it.
+	const whole = 4
+	if len(lines) < whole {
+		t.Fatalf("%d receipt lines, want at least %d", len(lines), whole)
+	}
+	for i, l := range lines[:whole] {
+		var r receipt
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.RequestLine != calls[i] || string(r.Sequence) != fmt.Sprint(i) {
+			t.Errorf("line %d is not the intact receipt of call %d", i+1, i+1)
+		}
+	}
+	if len(data) > limit {
+		t.Errorf("receipts file is %d bytes, over the %d byte limit", len(data), limit)
+	}
+	for _, l := range lines[whole:] {
+		if l != diagnosticLine && l != "\n"+diagnosticLine && strings.HasSuffix(l, "\n") {
+			t.Errorf("after the prefix, a complete line that is not the diagnostic: %.200q", l)
+		}
+	}
+	if n := strings.Count(h.stderr.String(), stderrDiag+"\n"); n != 1 {
+		t.Errorf("stderr has %q %d times, want once:\n%s", stderrDiag, n, h.tail())
+	}
+	evs := readEvents(t, f.log)
+	if n := len(eventsOf(evs, typeDecision)); n != len(calls) {
+		t.Errorf("%d decision events, want %d", n, len(calls))
+	}
+	if stop := sessionCapture(t, evs, typeStop); stop.State != "incomplete" || stop.Records == nil || *stop.Records != whole {
+		t.Errorf("stop capture %v, want incomplete with %d records", stop, whole)
+	}
+	if code, v := verifyCapture(t, f.receipts, f.log); code != 1 || !slices.Contains(v.failed(), "lines_complete") || !slices.Contains(v.failed(), "lifecycle") {
+		t.Errorf("verify exit %d, failed %v; want a rejection naming lines_complete and lifecycle", code, v.failed())
+	}
 }

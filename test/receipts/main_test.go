@@ -572,6 +572,14 @@ type capture struct {
 	Records *int   `json:"records"`
 }
 
+func (c capture) String() string {
+	n := "none"
+	if c.Records != nil {
+		n = strconv.Itoa(*c.Records)
+	}
+	return fmt.Sprintf("{scope %s, state %q, records %s}", c.Scope, c.State, n)
+}
+
 // sessionCapture returns the capture of the only event of type typ.
 func sessionCapture(t testing.TB, evs []event, typ string) capture {
 	t.Helper()

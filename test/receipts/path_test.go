@@ -255,7 +255,7 @@ func TestPathTakenAfterSpawn(t *testing.T) {
 				t.Errorf("%d tool decisions for a frame that ended the run", n)
 			}
 			if stop := sessionCapture(t, evs, typeStop); stop.State != "incomplete" {
-				t.Errorf("stop capture %+v, want incomplete", stop)
+				t.Errorf("stop capture %v, want incomplete", stop)
 			}
 		})
 	}

@@ -53,6 +53,9 @@ func TestVerifierRejectsTampering(t *testing.T) {
 	if len(recA) != 5 || len(recB) != 5 {
 		t.Fatalf("%d and %d receipts, want 5 each", len(recA), len(recB))
 	}
+	if a, b := str(member(t, recA[0], "scope")), str(member(t, recB[0], "scope")); a == b {
+		t.Fatalf("two runs share the scope %s; it must be fresh per invocation", a)
+	}
 	// Indexes into logA: 0 start, 1..5 tool decisions, 6 stop.
 	if len(logA) != 7 || !strings.Contains(logA[0], typeStart) || !strings.Contains(logA[6], typeStop) {
 		t.Fatalf("unexpected decision log layout:\n%s", strings.Join(logA, ""))

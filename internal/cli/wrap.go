@@ -8,14 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/stdio"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
@@ -212,57 +211,24 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 }
 
 // checkOutput checks, before the server starts, that path can be used as an
-// append-only output file: its directory exists, it is not a directory or
-// other special file, it can be opened for writing, and it is not the same
-// file as any of the others (after resolving symlinks; same device and inode
-// where both exist).
+// append-only output file: its directory exists and is writable, it is not a
+// directory or other special file, and it aliases none of others (package
+// outpath: relative paths, "..", symlinks, hard links).
 func checkOutput(path string, others []string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("directory of %s: %w", path, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if err := syscall.Access(dir, 2); err != nil {
-		return fmt.Errorf("directory %s is not writable: %w", dir, err)
+	if err := outpath.WritableDir(filepath.Dir(path)); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s exists and is not a regular file", path)
 	}
 	for _, o := range others {
-		if sameFile(path, o) {
-			return fmt.Errorf("%s is the same file as %s", path, o)
+		why, alias, err := outpath.Alias(path, o)
+		if err != nil {
+			return fmt.Errorf("resolve %s: %w", path, err)
+		}
+		if alias {
+			return fmt.Errorf("%s is the same file as %s (%s)", path, o, why)
 		}
 	}
 	return nil
-}
-
-// sameFile reports whether a and b name the same file: equal after making
-// them absolute and resolving symlinks of their existing parts, or the same
-// device and inode when both exist (hard links).
-func sameFile(a, b string) bool {
-	ra, rb := resolve(a), resolve(b)
-	if ra == rb {
-		return true
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}
-
-func resolve(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
-	}
-	dir, base := filepath.Split(abs)
-	if r, err := filepath.EvalSymlinks(strings.TrimSuffix(dir, "/")); err == nil {
-		return filepath.Join(r, base)
-	}
-	return abs
 }

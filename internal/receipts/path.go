@@ -3,6 +3,7 @@ package receipts
 import (
 	"errors"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,9 +12,6 @@ import (
 
 // ErrPathRefused is wrapped by every [CheckPath] error.
 var ErrPathRefused = errors.New("request receipts: output path refused")
-
-// maxSymlinkHops bounds symlink resolution (Linux uses 40).
-const maxSymlinkHops = 40
 
 // CheckPath validates the sidecar path before the server is spawned
 // (request-receipts.md §2). It refuses, with an error wrapping
@@ -46,7 +44,7 @@ func CheckPath(path string, others []string) error {
 	if strings.HasSuffix(path, string(filepath.Separator)) {
 		return refuse("names a directory, not a file")
 	}
-	resolved, err := resolvePath(path)
+	resolved, err := outpath.Resolve(path)
 	if err != nil {
 		return refuse("cannot resolve: %v", err)
 	}
@@ -54,7 +52,7 @@ func CheckPath(path string, others []string) error {
 		if other == "" {
 			continue
 		}
-		if why, alias := aliases(path, resolved, other); alias {
+		if why, alias := outpath.AliasResolved(path, resolved, other); alias {
 			return refuse("aliases %s (%s); the request receipts must be a file of their own", other, why)
 		}
 	}
@@ -73,97 +71,8 @@ func CheckPath(path string, others []string) error {
 	case !st.IsDir():
 		return refuse("parent %s is not a directory", parent)
 	}
-	if err := writableDir(parent); err != nil {
+	if err := outpath.WritableDir(parent); err != nil {
 		return refuse("parent directory %s is not writable: %v", parent, err)
 	}
 	return nil
-}
-
-// aliases reports whether path (already resolved to resolved) and other
-// name the same location, and how.
-func aliases(path, resolved, other string) (why string, alias bool) {
-	ro, err := resolvePath(other)
-	if err == nil && ro == resolved {
-		return "same location after resolving \".\", \"..\" and symlinks", true
-	}
-	if a, errA := os.Stat(path); errA == nil {
-		if b, errB := os.Stat(other); errB == nil && os.SameFile(a, b) {
-			return "same device and inode", true
-		}
-	}
-	if err == nil && filepath.Base(ro) == filepath.Base(resolved) {
-		a, errA := os.Stat(filepath.Dir(resolved))
-		b, errB := os.Stat(filepath.Dir(ro))
-		if errA == nil && errB == nil && os.SameFile(a, b) {
-			return "same name in the same directory (same device and inode)", true
-		}
-	}
-	return "", false
-}
-
-// resolvePath returns p as an absolute path with every "." and ".." and
-// every symlink of an existing component resolved, the way the kernel would
-// walk it (".." after a symlink goes up from the symlink's target, not
-// lexically). Components from the first missing one on are appended and
-// cleaned lexically. A final component that is a dangling symlink is
-// followed to its (missing) target.
-func resolvePath(p string) (string, error) {
-	if !filepath.IsAbs(p) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		p = wd + string(filepath.Separator) + p
-	}
-	pending := splitPath(p)
-	resolved := string(filepath.Separator)
-	hops := 0
-	for len(pending) > 0 {
-		c := pending[0]
-		pending = pending[1:]
-		switch c {
-		case ".":
-			continue
-		case "..":
-			resolved = filepath.Dir(resolved)
-			continue
-		}
-		next := filepath.Join(resolved, c)
-		fi, err := os.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) {
-			rest := append([]string{next}, pending...)
-			return filepath.Clean(filepath.Join(rest...)), nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			resolved = next
-			continue
-		}
-		hops++
-		if hops > maxSymlinkHops {
-			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			resolved = string(filepath.Separator)
-		}
-		pending = append(splitPath(target), pending...)
-	}
-	return resolved, nil
-}
-
-// splitPath splits p into its non-empty components.
-func splitPath(p string) []string {
-	var out []string
-	for _, c := range strings.Split(filepath.ToSlash(p), "/") {
-		if c != "" {
-			out = append(out, c)
-		}
-	}
-	return out
 }

@@ -110,20 +110,3 @@ func TestCheckPathSymlinkLoop(t *testing.T) {
 		t.Fatal("loop accepted")
 	}
 }
-
-func TestResolvePath(t *testing.T) {
-	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	os.Mkdir(filepath.Join(dir, "x"), 0o700)
-	os.Symlink("x", filepath.Join(dir, "rel"))
-	for in, want := range map[string]string{
-		filepath.Join(dir, "rel", "f"):           filepath.Join(dir, "x", "f"),
-		dir + "/./rel/../x/./f":                  filepath.Join(dir, "x", "f"),
-		dir + "//x///f":                          filepath.Join(dir, "x", "f"),
-		filepath.Join(dir, "missing", "..", "f"): filepath.Join(dir, "f"),
-	} {
-		got, err := resolvePath(in)
-		if err != nil || got != want {
-			t.Errorf("resolvePath(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-}

@@ -1,11 +1,11 @@
 //go:build unix
 
-package receipts
+package outpath
 
 import "syscall"
 
-// writableDir reports whether this process may create files in dir
+// accessWrite reports whether this process may create files in dir
 // (access(2) with W_OK|X_OK; read-only file systems are refused too).
-func writableDir(dir string) error {
+func accessWrite(dir string) error {
 	return syscall.Access(dir, 0x2|0x1)
 }

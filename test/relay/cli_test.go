@@ -407,14 +407,14 @@ func TestServerKilledBySignal(t *testing.T) {
 // left in any path.
 func TestShutdownOnClientEOF(t *testing.T) {
 	t.Parallel()
-	const grace = 600 * time.Millisecond
+	const grace = time.Second
 	tests := []struct {
 		name     string
 		server   []string
 		code     int
 		min, max time.Duration
 	}{
-		{"server exits at EOF", nil, 0, 0, grace / 2},
+		{"server exits at EOF", nil, 0, 0, grace - 100*time.Millisecond},
 		{"server ignores EOF: SIGTERM after the grace", []string{"--ignore-eof"}, 128 + int(syscall.SIGTERM), grace, grace + 1500*time.Millisecond},
 		{"server ignores EOF and SIGTERM: SIGKILL after two graces", []string{"--ignore-eof", "--ignore-sigterm"}, 128 + int(syscall.SIGKILL), 2 * grace, 2*grace + 1500*time.Millisecond},
 	}

@@ -56,7 +56,13 @@ func testMain(m *testing.M) int {
 		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	for out, pkg := range map[string]string{gatehouseBin: gatehousePkg, fakeBin: fakePkg} {
-		cmd := exec.Command(goCmd, "build", "-o", out, pkg)
+		args := []string{"build", "-o", out}
+		// GATEHOUSE_RELAY_RACE=1 builds gatehouse with the race detector;
+		// every test then fails on a race report in its stderr.
+		if os.Getenv("GATEHOUSE_RELAY_RACE") != "" && pkg == gatehousePkg {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command(goCmd, append(args, pkg)...)
 		cmd.Stdout = os.Stderr
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -151,6 +157,10 @@ func startGH(t testing.TB, r run) *gh {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), r.env...)
+	if os.Getenv("GATEHOUSE_RELAY_RACE") != "" {
+		// The race runtime sleeps 1 s at exit by default.
+		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.cred}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -193,6 +203,9 @@ func startGH(t testing.TB, r run) *gh {
 			case <-h.done:
 			case <-time.After(5 * time.Second):
 			}
+		}
+		if strings.Contains(h.stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("gatehouse reported a data race:\n%s", h.stderr.String())
 		}
 		for _, f := range h.cleanupPIDs {
 			if pid := readPID(f); pid > 0 && alive(pid) {

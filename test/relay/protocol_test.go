@@ -592,3 +592,55 @@ func TestCancelNotQueuedBehindRefresh(t *testing.T) {
 		t.Errorf("the cancellation reached the server after %v", d)
 	}
 }
+
+// TestManyInFlight checks the pending tables under load: hundreds of
+// requests in flight at once, with string and number ids of the same digits,
+// each answered exactly once with its own answer, while the server also
+// sends requests the client answers.
+func TestManyInFlight(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	h := startGH(t, run{server: []string{"--record", record}})
+	h.handshake("2025-06-18")
+	const n = 150
+	want := map[string]string{} // raw id -> expected text in the result
+	var batch strings.Builder
+	for i := range n {
+		num, s := fmt.Sprint(i), fmt.Sprintf(`"%d"`, i)
+		batch.WriteString(toolCall(num, "sleep", fmt.Sprintf(`{"ms":%d}`, (i*37)%60)))
+		batch.WriteString(toolCall(s, "echo", fmt.Sprintf(`{"i":%d}`, i)))
+		want[num] = fmt.Sprintf("slept %d ms", (i*37)%60)
+		want[s] = fmt.Sprintf(`{\"i\":%d}`, i)
+		if i%25 == 0 {
+			batch.WriteString(emitCall(fmt.Sprintf(`"emit%d"`, i), fmt.Sprintf(`{"jsonrpc":"2.0","id":"srv%d","method":"roots/list"}`+"\n", i)))
+			want[fmt.Sprintf(`"emit%d"`, i)] = "emitted 1 lines"
+		}
+	}
+	h.send(batch.String())
+	got := map[string]int{}
+	for len(got) < len(want) {
+		l := h.read(10 * time.Second)
+		m := decode(l)
+		if m.Method == "roots/list" {
+			h.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[]}}` + "\n")
+			continue
+		}
+		id := string(m.ID)
+		w, ok := want[id]
+		if !ok || m.Result == nil {
+			t.Fatalf("unexpected line %q", l)
+		}
+		if got[id]++; got[id] > 1 {
+			t.Fatalf("id %s answered twice", id)
+		}
+		if !strings.Contains(string(m.Result), w) {
+			t.Errorf("id %s answered %s, want %q", id, m.Result, w)
+		}
+	}
+	expectResult(t, h.call(ping(`"end"`), `"end"`), `"end"`)
+	h.closeStdin()
+	h.wait(10 * time.Second)
+	if got, want := readFile(t, record), h.sentBytes(); got != want {
+		t.Errorf("server did not receive exactly what the client sent (%d vs %d bytes)", len(got), len(want))
+	}
+}

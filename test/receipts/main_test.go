@@ -61,6 +61,11 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Readable by other users: one test runs gatehouse as nobody.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "receipts e2e:", err)
+		return 1
+	}
 	gatehouseBin = filepath.Join(dir, "gatehouse")
 	fakeBin = filepath.Join(dir, "fakeserver")
 	goCmd, err := exec.LookPath("go")
@@ -129,13 +134,15 @@ type wrapRun struct {
 	umask string
 	// wrapper goes before the gatehouse command (e.g. prlimit ... --).
 	wrapper []string
+	// cred runs gatehouse as another user.
+	cred *syscall.Credential
 }
 
 // gh is a running gatehouse with a scripted client on its stdio.
 type gh struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	stdin  *os.File
 	lines  chan []byte
 	stderr *syncBuffer
 	done   chan struct{}
@@ -160,18 +167,25 @@ func start(t testing.TB, r wrapRun) *gh {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = r.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.cred}
+	// A pipe of our own rather than StdinPipe: its write end supports
+	// deadlines, so a send to a gatehouse that stopped reading fails
+	// instead of hanging.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &gh{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = h.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdinR.Close()
+	if err != nil {
+		stdin.Close()
 		t.Fatalf("start gatehouse: %v", err)
 	}
 	readerDone := make(chan struct{})
@@ -262,6 +276,7 @@ func (h *gh) send(s string) {
 	h.mu.Lock()
 	h.sent.WriteString(s)
 	h.mu.Unlock()
+	_ = h.stdin.SetWriteDeadline(time.Now().Add(ioWait))
 	if _, err := io.WriteString(h.stdin, s); err != nil {
 		h.t.Fatalf("write to gatehouse: %v\nstderr:\n%s", err, h.tail())
 	}
@@ -686,6 +701,11 @@ func verifyCapture(t testing.TB, receiptsPath, logPath string) (int, verdict) {
 		t.Errorf("accepted capture, summary says:\n%s", text)
 	case code == 1 && !strings.Contains(string(text), "REJECTED"):
 		t.Errorf("rejected capture, summary says:\n%s", text)
+	}
+	for _, name := range v.failed() {
+		if !strings.Contains(string(text), "[FAIL] "+name) {
+			t.Errorf("the human summary does not name the failed check %s:\n%s", name, text)
+		}
 	}
 	v.Out += string(text)
 	after := []fileState{stateOf(t, receiptsPath), stateOf(t, logPath)}

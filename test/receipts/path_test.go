@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -320,4 +321,52 @@ func snapshot(t *testing.T, dir string, skip ...string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestUnwritableParentRefused checks the last pre-spawn condition of §2:
+// the parent directory must be writable. Root may write anywhere, so
+// gatehouse runs as nobody, in front of a directory owned by root.
+func TestUnwritableParentRefused(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run gatehouse as another user")
+	}
+	const nobody = 65534
+	// t.TempDir is private to root; this tree is readable by nobody.
+	base, err := os.MkdirTemp("", "gatehouse-receipts-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	ro, rw := filepath.Join(base, "ro"), filepath.Join(base, "rw")
+	mkdir(t, ro)
+	mkdir(t, rw)
+	for _, d := range []string{base, ro} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(rw, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	receipts, marker := filepath.Join(ro, "requests.jsonl"), filepath.Join(rw, "marker")
+	h := start(t, wrapRun{
+		dir:    rw,
+		flags:  []string{"--decision-log", filepath.Join(rw, "decisions.jsonl"), "--event-source", eventSource, "--request-receipts-out", receipts},
+		server: []string{"--marker", marker},
+		cred:   &syscall.Credential{Uid: nobody, Gid: nobody},
+	})
+	h.closeStdin()
+	if code := h.wait(); code != exitConfig {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitConfig, h.tail())
+	}
+	if exists(marker) {
+		t.Errorf("the server was started")
+	}
+	if stderr := h.stderr.String(); !strings.Contains(stderr, receipts) || !strings.Contains(stderr, "not writable") {
+		t.Errorf("stderr does not say the directory is not writable:\n%s", stderr)
+	}
+	if exists(receipts) {
+		t.Errorf("%s was created", receipts)
+	}
 }

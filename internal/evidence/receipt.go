@@ -180,8 +180,9 @@ var ErrNotObject = errors.New("evidence: receipt is not a JSON object")
 // different values). Otherwise Parse returns a nil receipt and an error
 // (wrapping [ErrNotObject] for a non-object).
 //
-// On success it returns the receipt and the problems found, in member order
-// followed by missing required fields in table order: a missing, mistyped
+// On success it returns the receipt and the problems found (nil when
+// none), in member order, then missing required fields in table order, then
+// an unpaired signature: a missing, mistyped
 // (null included) or invalid field is a [Problem], and the field is left at
 // its zero value. Checks: the six required fields present and non-empty;
 // schema_version "0.1"; issued_at RFC 3339; every *_hash and previous_hash

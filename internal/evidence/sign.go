@@ -189,6 +189,18 @@ func SignedContent(raw []byte) ([]byte, error) {
 // gateway only verifies. Errors: an unknown alg, a key of the wrong type or
 // size, or the errors of [SignedContent].
 func Sign(receipt []byte, alg string, key any) ([]byte, error) {
+	switch alg {
+	case AlgHMACSHA256:
+		if secret, ok := key.([]byte); !ok || len(secret) == 0 {
+			return nil, errors.New("evidence: hmac-sha256 needs a non-empty []byte key")
+		}
+	case AlgEd25519:
+		if priv, ok := key.(ed25519.PrivateKey); !ok || len(priv) != ed25519.PrivateKeySize {
+			return nil, errors.New("evidence: ed25519 needs an ed25519.PrivateKey")
+		}
+	default:
+		return nil, errors.New("evidence: unknown signature_alg")
+	}
 	ms, err := objectMembers(receipt)
 	if err != nil {
 		return nil, err
@@ -206,23 +218,12 @@ func Sign(receipt []byte, alg string, key any) ([]byte, error) {
 		return nil, err
 	}
 	var sig []byte
-	switch alg {
-	case AlgHMACSHA256:
-		secret, ok := key.([]byte)
-		if !ok || len(secret) == 0 {
-			return nil, errors.New("evidence: hmac-sha256 needs a non-empty []byte key")
-		}
-		mac := hmac.New(sha256.New, secret)
+	if alg == AlgHMACSHA256 {
+		mac := hmac.New(sha256.New, key.([]byte))
 		mac.Write(content)
 		sig = mac.Sum(nil)
-	case AlgEd25519:
-		priv, ok := key.(ed25519.PrivateKey)
-		if !ok || len(priv) != ed25519.PrivateKeySize {
-			return nil, errors.New("evidence: ed25519 needs an ed25519.PrivateKey")
-		}
-		sig = ed25519.Sign(priv, content)
-	default:
-		return nil, fmt.Errorf("evidence: unknown signature_alg %q", alg)
+	} else {
+		sig = ed25519.Sign(key.(ed25519.PrivateKey), content)
 	}
 	sigJSON, _ := quoteJSON(base64.StdEncoding.EncodeToString(sig))
 	kept = append(kept, member{name: "receipt_signature", value: sigJSON})

@@ -86,6 +86,7 @@ func TestUnterminatedLastLine(t *testing.T) {
 // docs/request-receipts.md ("Which lines get a receipt") says the capture
 // is then marked incomplete rather than silently skipped: a decision event
 // without its receipt would make the capture lie about its completeness.
+// Regression test: failed before gateway commit 4e3f53d.
 func TestBatchToolCallIsNotSilentlyOmitted(t *testing.T) {
 	t.Parallel()
 	f := newFiles(t)
@@ -113,11 +114,8 @@ func TestBatchToolCallIsNotSilentlyOmitted(t *testing.T) {
 	if diags == 1 && stop.State == "incomplete" && strings.Contains(h.stderr.String(), stderrDiag) {
 		return
 	}
-	t.Logf("observed: %d receipts, %d diagnostics, stop %v, verifier failed %v, stderr %q", len(recs), diags, stop, v.failed(), h.stderr.String())
-	knownBug(t, "a tools/call in a batch gets a decision event but no receipt, and the capture is not marked incomplete "+
-		"(expected: capture_incomplete diagnostic, stderr line, stop state incomplete; observed: no diagnostic, "+
-		"stop state complete, only the verifier's event_population check notices)")
-	t.Errorf("the batch member's missing receipt is not reported as an incomplete capture")
+	t.Errorf("the batch member's missing receipt is not reported as an incomplete capture: "+
+		"%d receipts, %d diagnostics, stop %v, verifier failed %v, stderr %q", len(recs), diags, stop, v.failed(), h.stderr.String())
 }
 
 // TestDecisionLogFailureMarksCaptureIncomplete: when the decision event of
@@ -125,6 +123,7 @@ func TestBatchToolCallIsNotSilentlyOmitted(t *testing.T) {
 // so no receipt; docs/request-receipts.md says the capture becomes
 // incomplete ("a call without its event would make the capture lie about
 // its completeness"). The decision log hits RLIMIT_FSIZE part-way.
+// Regression test: failed before gateway commit 4e3f53d.
 func TestDecisionLogFailureMarksCaptureIncomplete(t *testing.T) {
 	t.Parallel()
 	const limit = 64 << 10
@@ -156,10 +155,8 @@ func TestDecisionLogFailureMarksCaptureIncomplete(t *testing.T) {
 	if diags == 1 && strings.Contains(h.stderr.String(), stderrDiag) {
 		return
 	}
-	t.Logf("observed: %d calls, %d decision events, %d receipts, %d diagnostics; stderr:\n%s", calls, decisions, len(recs), diags, h.tail())
-	knownBug(t, "a tools/call whose decision event could not be written is left out of the receipts silently "+
-		"(expected: capture_incomplete diagnostic and the stderr line; observed: neither, the gateway does not call Record when Emit fails)")
-	t.Errorf("a call without a decision event is not reported as an incomplete capture")
+	t.Errorf("a call without a decision event is not reported as an incomplete capture: "+
+		"%d calls, %d decision events, %d receipts, %d diagnostics; stderr:\n%s", calls, decisions, len(recs), diags, h.tail())
 }
 
 // TestOversizedFirstFrameCreatesFile: the contract creates the file "when

@@ -240,8 +240,9 @@ func Sign(receipt []byte, alg string, key any) ([]byte, error) {
 //     receipt_signature is present but not a string;
 //   - [StatusUnsigned]: no receipt_signature, or "";
 //   - [StatusUnknown]: signature_alg absent, not a string or not one of
-//     [AlgHMACSHA256] and [AlgEd25519]; no key of that algorithm for
-//     r.ServerID; or no canonical form ([ErrInexactNumber]);
+//     [AlgHMACSHA256] and [AlgEd25519]; no usable key of that algorithm
+//     for r.ServerID (absent, an empty HMAC secret, or an Ed25519 key that
+//     is not 32 bytes); or no canonical form ([ErrInexactNumber]);
 //   - [StatusTampered]: the signature cannot be decoded to the algorithm's
 //     size (32 bytes for HMAC, 64 for Ed25519) or does not verify;
 //   - [StatusOK] otherwise.
@@ -288,12 +289,12 @@ func Verify(raw []byte, r *ServerReceipt, keys Keys) Status {
 	var size int
 	switch alg {
 	case AlgHMACSHA256:
-		if _, ok := keys.HMAC[r.ServerID]; !ok {
+		if len(keys.HMAC[r.ServerID]) == 0 {
 			return StatusUnknown
 		}
 		size = sha256.Size
 	case AlgEd25519:
-		if _, ok := keys.Ed25519[r.ServerID]; !ok {
+		if len(keys.Ed25519[r.ServerID]) != ed25519.PublicKeySize {
 			return StatusUnknown
 		}
 		size = ed25519.SignatureSize

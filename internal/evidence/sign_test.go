@@ -154,6 +154,8 @@ func TestVerify(t *testing.T) {
 		{"unsigned without keys", unsigned, Keys{}, StatusUnsigned},
 
 		{"no keys", ed, Keys{}, StatusUnknown},
+		{"empty hmac secret", hm, Keys{HMAC: map[string][]byte{"roam-code-local": {}}}, StatusUnknown},
+		{"short ed25519 key", ed, Keys{Ed25519: map[string]ed25519.PublicKey{"roam-code-local": testEdPub[:31]}}, StatusUnknown},
 		{"no key of that alg", hm, onlyEd, StatusUnknown},
 		{"server without key", withMember(t, ed, "server_id", `"other-server"`), testKeys, StatusUnknown},
 		{"server_id invalid", withMember(t, ed, "server_id", `5`), testKeys, StatusUnknown},

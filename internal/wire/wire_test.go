@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,21 +25,6 @@ func line(n int) string     { return strings.Repeat("a", n-1) + "\n" }
 func lineCRLF(n int) string { return strings.Repeat("b", n-2) + "\r\n" }
 
 var eof = step{eof: true}
-
-// lastChunkBug is a known bug: when the chunk that takes a line over the
-// limit is the line's last one (it holds the LF), tooLarge does not see that
-// the line has ended and also discards the NEXT line; the reported Size
-// includes it.
-const lastChunkBug = "wire.Reader: an oversized line longer than 64 KiB whose LF is in the chunk that crosses the limit also swallows the next frame"
-
-// relayBug skips a test that fails because of a known, reported bug, unless
-// GATEHOUSE_TEST_BUGS is set.
-func relayBug(t testing.TB, desc string) {
-	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("relay bug: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
-}
 
 // readAll checks the sequence of ReadFrame results against want.
 func readAll(t *testing.T, r *Reader, want []step) {
@@ -92,41 +76,40 @@ func TestReaderFrames(t *testing.T) {
 		limit int
 		input string
 		want  []step
-		bug   string // a known bug that makes this case fail, see relayBug
 	}{
-		{"empty input", small, "", []step{eof, eof}, ""},
-		{"one line", small, "{}\n", []step{frame("{}\n"), eof}, ""},
-		{"CRLF is kept", small, "{}\r\n{\"a\":1}\r\n", []step{frame("{}\r\n"), frame("{\"a\":1}\r\n"), eof}, ""},
-		{"lone CR is not a terminator", small, "a\rb\n", []step{frame("a\rb\n"), eof}, ""},
-		{"empty lines are frames", small, "\n\r\n\n", []step{frame("\n"), frame("\r\n"), frame("\n"), eof}, ""},
-		{"final line without LF", small, "{}\n{\"x\":2}", []step{frame("{}\n"), frame("{\"x\":2}"), eof, eof}, ""},
-		{"only a line without LF", small, "abc", []step{frame("abc"), eof}, ""},
-		{"nothing trimmed", small, "  {} \t\n", []step{frame("  {} \t\n"), eof}, ""},
+		{"empty input", small, "", []step{eof, eof}},
+		{"one line", small, "{}\n", []step{frame("{}\n"), eof}},
+		{"CRLF is kept", small, "{}\r\n{\"a\":1}\r\n", []step{frame("{}\r\n"), frame("{\"a\":1}\r\n"), eof}},
+		{"lone CR is not a terminator", small, "a\rb\n", []step{frame("a\rb\n"), eof}},
+		{"empty lines are frames", small, "\n\r\n\n", []step{frame("\n"), frame("\r\n"), frame("\n"), eof}},
+		{"final line without LF", small, "{}\n{\"x\":2}", []step{frame("{}\n"), frame("{\"x\":2}"), eof, eof}},
+		{"only a line without LF", small, "abc", []step{frame("abc"), eof}},
+		{"nothing trimmed", small, "  {} \t\n", []step{frame("  {} \t\n"), eof}},
 
 		// The limit counts the terminator; a frame of exactly the limit
 		// passes, one byte more is refused.
-		{"small: exactly the limit", small, line(small), []step{frame(line(small)), eof}, ""},
-		{"small: limit+1", small, line(small+1) + "{}\n", []step{big(small + 1), frame("{}\n"), eof}, ""},
-		{"small: exactly the limit with CRLF", small, lineCRLF(small), []step{frame(lineCRLF(small)), eof}, ""},
-		{"small: limit+1 with CRLF", small, lineCRLF(small+1) + "x\n", []step{big(small + 1), frame("x\n"), eof}, ""},
-		{"small: limit+1 without LF at EOF", small, "x\n" + strings.Repeat("a", small+1), []step{frame("x\n"), big(small + 1), eof}, ""},
-		{"small: exactly the limit without LF at EOF", small, strings.Repeat("a", small), []step{frame(strings.Repeat("a", small)), eof}, ""},
-		{"small: oversized line longer than a read chunk", small, line(2*readChunk+5) + "{}\n", []step{big(2*readChunk + 5), frame("{}\n"), eof}, ""},
-		{"small: oversized line ends just past a read chunk", small, line(readChunk+1) + "{}\n", []step{big(readChunk + 1), frame("{}\n"), eof}, lastChunkBug},
-		{"small: oversized line ends just past two read chunks", small, line(2*readChunk+1) + "{}\n", []step{big(2*readChunk + 1), frame("{}\n"), eof}, ""},
-		{"small: two oversized lines in a row", small, line(small+1) + line(small+2) + "{}\n", []step{big(small + 1), big(small + 2), frame("{}\n"), eof}, ""},
+		{"small: exactly the limit", small, line(small), []step{frame(line(small)), eof}},
+		{"small: limit+1", small, line(small+1) + "{}\n", []step{big(small + 1), frame("{}\n"), eof}},
+		{"small: exactly the limit with CRLF", small, lineCRLF(small), []step{frame(lineCRLF(small)), eof}},
+		{"small: limit+1 with CRLF", small, lineCRLF(small+1) + "x\n", []step{big(small + 1), frame("x\n"), eof}},
+		{"small: limit+1 without LF at EOF", small, "x\n" + strings.Repeat("a", small+1), []step{frame("x\n"), big(small + 1), eof}},
+		{"small: exactly the limit without LF at EOF", small, strings.Repeat("a", small), []step{frame(strings.Repeat("a", small)), eof}},
+		{"small: oversized line longer than a read chunk", small, line(2*readChunk+5) + "{}\n", []step{big(2*readChunk + 5), frame("{}\n"), eof}},
+		{"small: oversized line ends just past a read chunk", small, line(readChunk+1) + "{}\n", []step{big(readChunk + 1), frame("{}\n"), eof}},
+		{"small: oversized line ends just past two read chunks", small, line(2*readChunk+1) + "{}\n", []step{big(2*readChunk + 1), frame("{}\n"), eof}},
+		{"small: two oversized lines in a row", small, line(small+1) + line(small+2) + "{}\n", []step{big(small + 1), big(small + 2), frame("{}\n"), eof}},
 
-		{"large: exactly the limit", large, line(large) + "{}\n", []step{frame(line(large)), frame("{}\n"), eof}, ""},
-		{"large: limit+1", large, line(large+1) + "{}\n", []step{big(large + 1), frame("{}\n"), eof}, lastChunkBug},
-		{"large: limit+1 with CRLF", large, lineCRLF(large+1) + "{}\r\n", []step{big(large + 1), frame("{}\r\n"), eof}, lastChunkBug},
-		{"large: exactly the limit with CRLF", large, lineCRLF(large) + "{}\n", []step{frame(lineCRLF(large)), frame("{}\n"), eof}, ""},
-		{"large: limit+1 without LF at EOF", large, strings.Repeat("a", large+1), []step{big(large + 1), eof}, ""},
-		{"large: exactly the limit without LF at EOF", large, strings.Repeat("a", large), []step{frame(strings.Repeat("a", large)), eof}, ""},
-		{"large: far over the limit", large, line(3*large) + "{}\n", []step{big(3 * large), frame("{}\n"), eof}, ""},
-		{"large: over the limit by a few bytes", large, line(large+100) + line(10), []step{big(large + 100), frame(line(10)), eof}, lastChunkBug},
-		{"large: oversized, then a long frame", large, line(large+1) + line(large), []step{big(large + 1), frame(line(large)), eof}, lastChunkBug},
-		{"large: long frames in a row", large, line(large) + line(readChunk+1) + line(2), []step{frame(line(large)), frame(line(readChunk + 1)), frame(line(2)), eof}, ""},
-		{"large: oversized lines in a row", large, line(large+1) + line(large+2) + line(5), []step{big(large + 1), big(large + 2), frame(line(5)), eof}, lastChunkBug},
+		{"large: exactly the limit", large, line(large) + "{}\n", []step{frame(line(large)), frame("{}\n"), eof}},
+		{"large: limit+1", large, line(large+1) + "{}\n", []step{big(large + 1), frame("{}\n"), eof}},
+		{"large: limit+1 with CRLF", large, lineCRLF(large+1) + "{}\r\n", []step{big(large + 1), frame("{}\r\n"), eof}},
+		{"large: exactly the limit with CRLF", large, lineCRLF(large) + "{}\n", []step{frame(lineCRLF(large)), frame("{}\n"), eof}},
+		{"large: limit+1 without LF at EOF", large, strings.Repeat("a", large+1), []step{big(large + 1), eof}},
+		{"large: exactly the limit without LF at EOF", large, strings.Repeat("a", large), []step{frame(strings.Repeat("a", large)), eof}},
+		{"large: far over the limit", large, line(3*large) + "{}\n", []step{big(3 * large), frame("{}\n"), eof}},
+		{"large: over the limit by a few bytes", large, line(large+100) + line(10), []step{big(large + 100), frame(line(10)), eof}},
+		{"large: oversized, then a long frame", large, line(large+1) + line(large), []step{big(large + 1), frame(line(large)), eof}},
+		{"large: long frames in a row", large, line(large) + line(readChunk+1) + line(2), []step{frame(line(large)), frame(line(readChunk + 1)), frame(line(2)), eof}},
+		{"large: oversized lines in a row", large, line(large+1) + line(large+2) + line(5), []step{big(large + 1), big(large + 2), frame(line(5)), eof}},
 	}
 	readers := []struct {
 		name string
@@ -143,9 +126,6 @@ func TestReaderFrames(t *testing.T) {
 				if rd.name == "one byte at a time" && len(tt.input) > 4*readChunk {
 					t.Skip("slow")
 				}
-				if tt.bug != "" {
-					relayBug(t, tt.bug)
-				}
 				r := NewReader(rd.wrap(strings.NewReader(tt.input)), tt.limit)
 				readAll(t, r, tt.want)
 			})
@@ -157,7 +137,6 @@ func TestReaderFrames(t *testing.T) {
 // 15 MiB frames pass, a frame of exactly 16 MiB passes, one byte more is
 // refused, and the next frame is read.
 func TestReaderDefaultLimit(t *testing.T) {
-	relayBug(t, lastChunkBug)
 	if testing.Short() {
 		t.Skip("allocates ~50 MiB")
 	}
@@ -185,9 +164,6 @@ func TestReaderDefaultLimit(t *testing.T) {
 func TestReaderPrefix(t *testing.T) {
 	for _, size := range []int{2000, readChunk + 1, 3*readChunk + 3} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			if size == readChunk+1 {
-				relayBug(t, lastChunkBug)
-			}
 			msg := `{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"x":"` + strings.Repeat("z", size) + "\"}}\n"
 			r := NewReader(strings.NewReader(msg+"{}\n"), 1024)
 			_, err := r.ReadFrame()

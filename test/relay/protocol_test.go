@@ -501,7 +501,6 @@ func TestListChangedRefreshes(t *testing.T) {
 // be allowed on what the gateway knew before the change.
 func TestListChangedRefreshesInBatch(t *testing.T) {
 	t.Parallel()
-	relayBug(t, "gateway: after list_changed a tools/call inside a batch is decided on the stale catalog (no refresh in batches), so a tool that became destructive is allowed for readonly_agent")
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
@@ -538,7 +537,6 @@ func TestListChangedRefreshesInBatch(t *testing.T) {
 // tool's old definition.
 func TestListChangedRefreshFails(t *testing.T) {
 	t.Parallel()
-	relayBug(t, "gateway: when the private tools/list after list_changed fails (its result is over the limit and dropped), the gateway waits the 5 s fetch timeout and then decides on the stale catalog: a tool that became destructive is allowed")
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
@@ -568,7 +566,6 @@ func TestListChangedRefreshFails(t *testing.T) {
 // frame limit and dropped, so the gateway never gets an answer to it.
 func TestCancelNotQueuedBehindRefresh(t *testing.T) {
 	t.Parallel()
-	relayBug(t, "gateway: RunClient blocks in refreshCatalog; while a tools/call waits for its private tools/list (up to the 5 s fetch timeout, e.g. when that result is oversized and dropped) no client frame is read, so notifications/cancelled and everything else is queued behind the request")
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
@@ -642,5 +639,27 @@ func TestManyInFlight(t *testing.T) {
 	h.wait(10 * time.Second)
 	if got, want := readFile(t, record), h.sentBytes(); got != want {
 		t.Errorf("server did not receive exactly what the client sent (%d vs %d bytes)", len(got), len(want))
+	}
+}
+
+// TestPrivateListOversizedFailsFast checks that when the result of the
+// gateway's own tools/list is over the frame limit, the waiting call is
+// decided at once (the gateway is the sender and the id is readable), not
+// after the whole fetch timeout.
+func TestPrivateListOversizedFailsFast(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: serverOversized does not route an oversized answer to a private tools/list to the waiting refresh; the call waits the whole 5 s fetch timeout")
+	h := startGH(t, run{
+		flags:  []string{"--max-frame-bytes", "2048"},
+		server: []string{"--tools", testdata("tools-big.json")},
+	})
+	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	start := time.Now()
+	m := expectError(t, h.call(toolCall("1", "echo", `{}`), "1"), "1", -32080)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the call was decided after %v", d)
+	}
+	if !strings.Contains(m.Error.Message, "unknown_tool") {
+		t.Errorf("denial %q", m.Error.Message)
 	}
 }

@@ -223,12 +223,17 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 
 // clientOversized answers a client frame over the limit: it was discarded
 // by the reader; the client gets an error addressed to its id when the id
-// could be read from the frame's first bytes.
-func (s *Session) clientOversized(e *wire.FrameTooLargeError) {
+// could be read from the frame's first bytes. An oversized frame counts as
+// a frame that is not server/discover for the receipt sidecar: it is
+// created here if it was not yet.
+func (s *Session) clientOversized(e *wire.FrameTooLargeError) error {
+	if err := s.openReceipts(); err != nil {
+		return err
+	}
 	id := jsonrpc.SniffID(e.Prefix)
 	reason := fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
 	s.record("client", reason, jsonrpc.CodeInvalidRequest, int(e.Size), id)
-	_ = s.sendClient(errorFrame(id, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
+	return s.sendClient(errorFrame(id, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
 }
 
 // member returns the raw value of the named member of a JSON object, or nil.

@@ -176,7 +176,10 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 		if err != nil {
 			var big *wire.FrameTooLargeError
 			if errors.As(err, &big) {
-				s.clientOversized(big)
+				if err := s.clientOversized(big); err != nil {
+					s.held.Wait()
+					return err
+				}
 				continue
 			}
 			// Calls still waiting for the catalog are decided before

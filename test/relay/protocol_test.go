@@ -663,3 +663,96 @@ func TestPrivateListOversizedFailsFast(t *testing.T) {
 		t.Errorf("denial %q", m.Error.Message)
 	}
 }
+
+// TestListChangedDuringClientListing checks that a client's paginated
+// tools/list that straddles notifications/tools/list_changed does not make
+// the gateway trust the pages it read before the change: a tool that became
+// destructive is denied for readonly_agent.
+func TestListChangedDuringClientListing(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: a client-initiated listing started before notifications/tools/list_changed and finished after it replaces the catalog with the old pages and clears stale, so a tool that became destructive is allowed for readonly_agent")
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record")
+	h := startGH(t, run{
+		flags:  []string{"--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--record", record, "--page-size", "1", "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive.json")},
+	})
+	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	h.send(initialized)
+	listPage := func(id, cursor string) (names []string, next string) {
+		req := toolsList(id)
+		if cursor != "" {
+			req = `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"cursor":` + jstr(cursor) + `}}` + "\n"
+		}
+		m := expectResult(t, h.call(req, id), id)
+		var res struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(m.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		return names, res.NextCursor
+	}
+	names, c1 := listPage(`"l1"`, "") // page 1: mytool, read-only
+	if len(names) != 1 || names[0] != "mytool" || c1 == "" {
+		t.Fatalf("page 1: %v %q", names, c1)
+	}
+	// The server's tools change: mytool becomes destructive.
+	h.send(toolCall("1", "sendlistchanged", `{}`))
+	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v, want the list_changed notification", m)
+	}
+	expectResult(t, h.read(5*time.Second), "1")
+	// The client reads the rest of its listing.
+	_, c2 := listPage(`"l2"`, c1)
+	if _, c3 := listPage(`"l3"`, c2); c3 != "" {
+		t.Fatalf("page 3 is not the last")
+	}
+	call := toolCall("2", "mytool", `{}`)
+	expectError(t, h.call(call, "2"), "2", -32080)
+	if strings.Contains(readFile(t, record), call) {
+		t.Errorf("the call to the now destructive tool reached the server")
+	}
+}
+
+// TestHeldCallKeepsItsID checks a tools/call held while the gateway fetches
+// the catalog (the server is busy for 1.5 s, so its private tools/list waits):
+// its id stays in flight (a second request with it is refused at once), and
+// at client EOF the held call is still decided, forwarded and answered
+// before gatehouse exits.
+func TestHeldCallKeepsItsID(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	h := startGH(t, run{server: []string{"--record", record}})
+	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"busy"}}` + "\n"
+	h.send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+jstr(note)+`,`+jstr(note)+`]}`))
+	if got := h.read(5 * time.Second); got != note {
+		t.Fatalf("got %q", got)
+	}
+	h.send(toolCall("5", "echo", `{"held":true}`)) // not listed yet: held
+	start := time.Now()
+	h.send(ping("5"))
+	expectError(t, h.read(time.Second), "5", -32600)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("the refusal of the duplicate id took %v", d)
+	}
+	h.closeStdin()
+	resp, _ := h.readUntilID("5", 10*time.Second)
+	m := expectResult(t, resp, "5")
+	if !strings.Contains(string(m.Result), "held") {
+		t.Errorf("held call answered %s", m.Result)
+	}
+	if code := h.wait(10 * time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if strings.Contains(readFile(t, record), ping("5")) {
+		t.Errorf("the duplicate id reached the server")
+	}
+}

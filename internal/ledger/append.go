@@ -1,0 +1,578 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Defaults of [Options].
+const (
+	DefaultCheckpointEvery  = 30 * time.Second
+	DefaultCheckpointEveryN = 1000
+	DefaultMaxBatch         = 256
+)
+
+// writeTimeout bounds one group-commit transaction (lock wait included).
+const writeTimeout = 30 * time.Second
+
+// Options configure a [Ledger]. The zero value is usable: a random ledger
+// id for a new store, no checkpoints, batches of up to 256 entries.
+type Options struct {
+	// LedgerID is the ledger's id. Empty: the id recorded in the store, or
+	// for a new store a random one ("ledger-" and 16 hex digits). Non-empty
+	// and different from the id recorded in the store: New fails with
+	// ErrLedgerID. 1 to 128 bytes of letters, digits and . _ - : /.
+	LedgerID string
+	// Signer signs checkpoints (a note.Signer, Ed25519; see LoadSigner).
+	// nil: no checkpoints are written, and Checkpoint returns unsigned tree
+	// heads.
+	Signer note.Signer
+	// CheckpointEvery is the longest time a committed entry stays without
+	// a signed checkpoint covering it (checked after every batch and by a
+	// timer). 0 means DefaultCheckpointEvery (30 s); negative disables the
+	// time trigger.
+	CheckpointEvery time.Duration
+	// CheckpointEveryN is the number of entries after which a batch also
+	// writes a checkpoint, in the same transaction. 0 means
+	// DefaultCheckpointEveryN (1000); negative disables the count trigger.
+	CheckpointEveryN int64
+	// MaxBatch is the most appends one transaction commits (group
+	// commit). 0 means DefaultMaxBatch (256).
+	MaxBatch int
+}
+
+// A Ledger appends entries to a Store. It is safe for concurrent use; each
+// process (replica) has its own Ledger, and several may share one store.
+//
+// One goroutine owns the writes: Append queues its request, the writer takes
+// every request queued at that moment (up to MaxBatch) into one transaction,
+// and each Append returns when that transaction is durable.
+type Ledger struct {
+	store    Store
+	id       string
+	origin   string
+	signer   note.Signer
+	every    time.Duration
+	everyN   int64
+	maxBatch int
+
+	reqs       chan *appendReq
+	ckreqs     chan ckReq
+	quit       chan struct{}
+	writerDone chan struct{}
+
+	mu     sync.RWMutex // guards closed against sends on reqs and ckreqs
+	closed bool
+
+	closeErr error // set by the writer before writerDone closes
+
+	head head // owned by the writer goroutine
+}
+
+// head caches the end of the ledger as of the last batch this Ledger
+// committed. It is trusted only while the store's size still equals size;
+// otherwise (another replica appended, or a write failed) it is reloaded
+// inside the next transaction.
+type head struct {
+	valid  bool
+	size   int64
+	prev   string              // chain hash of entry size-1, ZeroHash when size is 0
+	last   time.Time           // time of entry size-1
+	hashes map[int64]tlog.Hash // at least the stored hashes of frontier(size)
+}
+
+type appendReq struct {
+	ctx      context.Context
+	kind     string
+	recordID string
+	payload  []byte
+	done     chan appendResult
+}
+
+type appendResult struct {
+	e   Entry
+	err error
+}
+
+type ckReq struct {
+	ctx  context.Context
+	done chan ckResult
+}
+
+type ckResult struct {
+	c   *Checkpoint
+	err error
+}
+
+// Open opens the ledger at dsn and starts its writer. dsn is either a
+// PostgreSQL URL ("postgres://..." or "postgresql://...": [OpenPostgres]) or
+// a file path ([OpenSQLite]; the file and its directory are created, 0600 and
+// 0700). See New for opts.
+func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
+	s, err := OpenStore(ctx, dsn, false)
+	if err != nil {
+		return nil, err
+	}
+	l, err := New(ctx, s, opts)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenStore opens the store named by dsn (see Open) without a Ledger on
+// top, read-only if readOnly (verification, proofs, show): a read-only
+// store never creates or modifies anything and fails on a missing file.
+func OpenStore(ctx context.Context, dsn string, readOnly bool) (Store, error) {
+	if IsPostgresDSN(dsn) {
+		return OpenPostgres(ctx, dsn, readOnly)
+	}
+	return OpenSQLite(ctx, dsn, readOnly)
+}
+
+// IsPostgresDSN reports whether dsn names a PostgreSQL database rather than
+// a SQLite file.
+func IsPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// New returns a Ledger appending to s and starts its writer goroutine. It
+// records or checks the ledger id (ErrLedgerID) and validates opts. The
+// Ledger owns s from then on: Close closes it.
+func New(ctx context.Context, s Store, opts Options) (*Ledger, error) {
+	proposed := opts.LedgerID
+	if proposed == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		proposed = "ledger-" + hex.EncodeToString(b[:])
+	}
+	if err := checkLedgerID(proposed); err != nil {
+		return nil, err
+	}
+	id, err := s.Init(ctx, proposed)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: opening store: %w", err)
+	}
+	if opts.LedgerID != "" && id != opts.LedgerID {
+		return nil, fmt.Errorf("%w: the store holds ledger %q, not %q", ErrLedgerID, id, opts.LedgerID)
+	}
+	l := &Ledger{
+		store:      s,
+		id:         id,
+		origin:     Origin(id),
+		signer:     opts.Signer,
+		every:      opts.CheckpointEvery,
+		everyN:     opts.CheckpointEveryN,
+		maxBatch:   opts.MaxBatch,
+		reqs:       make(chan *appendReq, 1024),
+		ckreqs:     make(chan ckReq),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	if l.every == 0 {
+		l.every = DefaultCheckpointEvery
+	}
+	if l.everyN == 0 {
+		l.everyN = DefaultCheckpointEveryN
+	}
+	if l.maxBatch <= 0 {
+		l.maxBatch = DefaultMaxBatch
+	}
+	go l.writer()
+	return l, nil
+}
+
+// ID returns the ledger id.
+func (l *Ledger) ID() string { return l.id }
+
+// Store returns the ledger's store (for reads: Verify, proofs).
+func (l *Ledger) Store() Store { return l.store }
+
+// Append records one entry and returns it once it is durable; see the
+// package documentation for what durable means per backend. kind and
+// recordID are validated as documented on [Entry]; payload must be RFC 8785
+// canonical JSON of at most MaxPayload bytes (see Canonicalize) and is
+// copied.
+//
+// Errors: ErrInvalid for bad arguments (nothing queued); ErrClosed after
+// Close; ErrWrite wrapping the store's error when the batch failed; ctx.Err()
+// when ctx ends first (if it ends after the request was queued, the entry
+// may still be written). Append is safe for concurrent use; concurrent
+// appends share transactions.
+func (l *Ledger) Append(ctx context.Context, kind, recordID string, payload []byte) (Entry, error) {
+	if err := checkKind(kind); err != nil {
+		return Entry{}, err
+	}
+	if err := checkRecordID(recordID); err != nil {
+		return Entry{}, err
+	}
+	if err := checkPayload(payload); err != nil {
+		return Entry{}, err
+	}
+	req := &appendReq{
+		ctx:      ctx,
+		kind:     kind,
+		recordID: recordID,
+		payload:  append([]byte(nil), payload...),
+		done:     make(chan appendResult, 1),
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return Entry{}, ErrClosed
+	}
+	select {
+	case l.reqs <- req:
+		l.mu.RUnlock()
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return Entry{}, ctx.Err()
+	}
+	select {
+	case r := <-req.done:
+		return r.e, r.err
+	case <-ctx.Done():
+		return Entry{}, ctx.Err()
+	}
+}
+
+// Checkpoint returns a checkpoint of the ledger as it is now. With a Signer
+// it signs and stores a new checkpoint unless the latest stored one already
+// covers every entry, in which case that one is returned. Without a Signer
+// it returns an unsigned tree head (Note nil) and stores nothing.
+//
+// Errors: ErrClosed after Close; ErrWrite when storing fails; ctx.Err().
+func (l *Ledger) Checkpoint(ctx context.Context) (*Checkpoint, error) {
+	req := ckReq{ctx: ctx, done: make(chan ckResult, 1)}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case l.ckreqs <- req:
+		l.mu.RUnlock()
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-req.done:
+		return r.c, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops accepting appends (they fail with ErrClosed), commits every
+// append already queued, writes a final signed checkpoint when there is a
+// Signer and entries not yet covered, and closes the store. It returns the
+// first error of those steps (ErrWrite for the checkpoint). If ctx ends
+// first, Close closes the store anyway (failing the pending work) and
+// returns ctx.Err(). Calling Close again returns nil.
+func (l *Ledger) Close(ctx context.Context) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.quit)
+	select {
+	case <-l.writerDone:
+	case <-ctx.Done():
+		l.store.Close()
+		<-l.writerDone
+		return ctx.Err()
+	}
+	err := l.closeErr
+	if cerr := l.store.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("ledger: closing store: %w", cerr)
+	}
+	return err
+}
+
+// writer is the single goroutine that writes.
+func (l *Ledger) writer() {
+	defer close(l.writerDone)
+	var tick <-chan time.Time
+	if l.signer != nil && l.every > 0 {
+		// Poll at a quarter of the period, so that no entry waits much
+		// longer than CheckpointEvery for a checkpoint.
+		t := time.NewTicker(max(l.every/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	batch := make([]*appendReq, 0, l.maxBatch)
+	for {
+		select {
+		case r := <-l.reqs:
+			batch = l.fill(append(batch[:0], r))
+			l.commit(batch)
+		case r := <-l.ckreqs:
+			c, err := l.checkpoint(r.ctx, true)
+			r.done <- ckResult{c, err}
+		case <-tick:
+			l.checkpoint(context.Background(), false)
+		case <-l.quit:
+			// No more sends can happen (closed is set under mu), so what
+			// is queued now is everything.
+			for {
+				select {
+				case r := <-l.reqs:
+					batch = l.fill(append(batch[:0], r))
+					l.commit(batch)
+					continue
+				default:
+				}
+				break
+			}
+			if l.signer != nil {
+				if _, err := l.checkpoint(context.Background(), true); err != nil {
+					l.closeErr = fmt.Errorf("final checkpoint: %w", err)
+				}
+			}
+			return
+		}
+	}
+}
+
+// fill adds requests already queued to batch, up to maxBatch, without
+// waiting.
+func (l *Ledger) fill(batch []*appendReq) []*appendReq {
+	for len(batch) < l.maxBatch {
+		select {
+		case r := <-l.reqs:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commit writes one batch in one transaction and answers every request.
+func (l *Ledger) commit(batch []*appendReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- appendResult{err: err} // not written
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	now := entryTime(time.Now())
+	entries := make([]Entry, len(live))
+	var next head
+	err := l.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		size, err := tx.Size(ctx)
+		if err != nil {
+			return err
+		}
+		h := l.head
+		if !h.valid || h.size != size {
+			if h, err = l.loadHead(ctx, tx, size); err != nil {
+				return err
+			}
+		}
+		hashes := maps.Clone(h.hashes)
+		r := &mapHashReader{ctx: ctx, m: hashes, tx: tx}
+		t := now
+		if t.Before(h.last) {
+			t = h.last // never earlier than the previous entry
+		}
+		prev := h.prev
+		leaves := make([][]byte, len(live))
+		var stored []tlog.Hash
+		for i, req := range live {
+			e := Entry{
+				LedgerID:     l.id,
+				Seq:          size + int64(i),
+				Kind:         req.kind,
+				RecordID:     req.recordID,
+				Time:         t,
+				PreviousHash: prev,
+				Payload:      req.payload,
+			}
+			leaf := e.Leaf()
+			hs, err := tlog.StoredHashes(e.Seq, leaf, r)
+			if err != nil {
+				return fmt.Errorf("%w: computing tree hashes for entry %d: %v", ErrCorrupt, e.Seq, err)
+			}
+			base := tlog.StoredHashIndex(0, e.Seq)
+			for j, x := range hs {
+				hashes[base+int64(j)] = x
+			}
+			stored = append(stored, hs...)
+			leaves[i] = leaf
+			entries[i] = e
+			prev = chainHash(leaf)
+		}
+		if err := tx.Append(ctx, size, leaves, tlog.StoredHashIndex(0, size), stored); err != nil {
+			return err
+		}
+		newSize := size + int64(len(live))
+		if l.signer != nil {
+			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, false); err != nil {
+				return err
+			}
+		}
+		next = head{valid: true, size: newSize, prev: prev, last: t, hashes: pruneToFrontier(hashes, newSize)}
+		return nil
+	})
+	if err != nil {
+		l.head.valid = false
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: appending %d entries: %w", ErrWrite, len(live), err)
+		} else {
+			err = fmt.Errorf("%w: %w", ErrWrite, err)
+		}
+		for _, req := range live {
+			req.done <- appendResult{err: err}
+		}
+		return
+	}
+	l.head = next
+	for i, req := range live {
+		req.done <- appendResult{e: entries[i]}
+	}
+}
+
+// loadHead reads the end of the ledger inside tx.
+func (l *Ledger) loadHead(ctx context.Context, tx Tx, size int64) (head, error) {
+	h := head{valid: true, size: size, prev: ZeroHash, hashes: map[int64]tlog.Hash{}}
+	if size == 0 {
+		return h, nil
+	}
+	leaf, err := tx.Leaf(ctx, size-1)
+	if err != nil {
+		return head{}, err
+	}
+	e, err := ParseLeaf(leaf)
+	if err != nil {
+		return head{}, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, size-1, err)
+	}
+	if e.Seq != size-1 || e.LedgerID != l.id {
+		return head{}, fmt.Errorf("%w: entry %d claims seq %d of ledger %q", ErrCorrupt, size-1, e.Seq, e.LedgerID)
+	}
+	h.prev = chainHash(leaf)
+	h.last = e.Time
+	idx := frontier(size)
+	hs, err := tx.ReadHashes(ctx, idx)
+	if err != nil {
+		return head{}, err
+	}
+	for i, x := range idx {
+		h.hashes[x] = hs[i]
+	}
+	return h, nil
+}
+
+// checkpointTx signs and stores a checkpoint of the tree of size inside tx
+// if one is due, or if force and the latest stored one does not cover size.
+// It returns the checkpoint covering size (with force) or the new one, or
+// nil when none was due.
+func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, force bool) (*Checkpoint, error) {
+	latest, ok, err := tx.LatestCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ok && latest.Size >= size {
+		if !force {
+			return nil, nil
+		}
+		c, err := openCheckpointUnverified(latest.Note)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stored checkpoint %d: %v", ErrCorrupt, latest.ID, err)
+		}
+		return &c, nil
+	}
+	if size == 0 && !force {
+		return nil, nil
+	}
+	due := force
+	if !due && l.everyN > 0 && size-latest.Size >= l.everyN {
+		due = true
+	}
+	if !due && l.every > 0 && (!ok || now.Sub(latest.Created) >= l.every) {
+		due = true
+	}
+	if !due {
+		return nil, nil
+	}
+	root, err := tlog.TreeHash(size, r)
+	if err != nil {
+		return nil, fmt.Errorf("computing tree hash at size %d: %w", size, err)
+	}
+	c := Checkpoint{Origin: l.origin, Size: size, Hash: root}
+	msg, err := SignCheckpoint(&c, l.signer)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.AddCheckpoint(ctx, StoredCheckpoint{Size: size, Note: msg, Created: now}); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkpoint runs a checkpoint transaction (writer goroutine only). force:
+// create one if the latest does not cover the current size (Checkpoint,
+// Close); otherwise only if the time trigger is due (the ticker).
+func (l *Ledger) checkpoint(ctx context.Context, force bool) (*Checkpoint, error) {
+	if l.signer == nil {
+		if !force {
+			return nil, nil
+		}
+		return l.unsignedHead(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	now := entryTime(time.Now())
+	var out *Checkpoint
+	err := l.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		size, err := tx.Size(ctx)
+		if err != nil {
+			return err
+		}
+		var r tlog.HashReader = &mapHashReader{ctx: ctx, tx: tx}
+		if l.head.valid && l.head.size == size {
+			r = &mapHashReader{ctx: ctx, m: l.head.hashes, tx: tx}
+		}
+		out, err = l.checkpointTx(ctx, tx, size, now, r, force)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: checkpoint: %w", ErrWrite, err)
+	}
+	return out, nil
+}
+
+// unsignedHead computes the current tree head without storing it.
+func (l *Ledger) unsignedHead(ctx context.Context) (*Checkpoint, error) {
+	size, err := l.store.Size(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading size: %w", err)
+	}
+	root, err := tlog.TreeHash(size, storeHashReader(ctx, l.store))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: computing tree hash: %w", err)
+	}
+	return &Checkpoint{Origin: l.origin, Size: size, Hash: root}, nil
+}

@@ -1,0 +1,56 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// LoadSigner reads a note signer key file (one line,
+// "PRIVATE+KEY+<name>+<hash>+<keydata>", as written by `gatehouse keys
+// generate`) and returns its Signer. Surrounding whitespace is ignored.
+func LoadSigner(path string) (note.Signer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading signer key: %w", err)
+	}
+	s, err := note.NewSigner(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: signer key %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// LoadVerifier reads a note verifier key file (one line,
+// "<name>+<hash>+<keydata>") and returns its Verifier.
+func LoadVerifier(path string) (note.Verifier, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading verifier key: %w", err)
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: verifier key %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// DefaultPath returns the default SQLite ledger file:
+// $XDG_STATE_HOME/gatehouse/ledger.db, or ~/.local/state/gatehouse/ledger.db
+// when XDG_STATE_HOME is unset or not absolute (XDG Base Directory
+// specification). It creates nothing; OpenSQLite creates the directory
+// 0700 and the file 0600.
+func DefaultPath() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "gatehouse", "ledger.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return "", errors.New("ledger: no XDG_STATE_HOME and no home directory for the default ledger path")
+	}
+	return filepath.Join(home, ".local", "state", "gatehouse", "ledger.db"), nil
+}

@@ -1,0 +1,449 @@
+// Package ledger is Gatehouse's audit ledger (shared/spec/evidence.md §9): an
+// append-only sequence of entries that is at the same time a hash chain
+// (every entry names the hash of the one before it, as the McpSecurityReceipt
+// draft's ledger_id / ledger_seq / previous_hash fields describe) and the
+// leaves of an RFC 6962 Merkle tree. Signed checkpoints of that tree (the
+// C2SP tlog-checkpoint text format, signed as a golang.org/x/mod/sumdb/note
+// with Ed25519) let a third party verify the whole ledger, prove that one
+// entry is included, and prove that a later checkpoint extends an earlier one,
+// offline and without trusting the gateway.
+//
+// # Layers
+//
+// The package is a pure core with its storage passed in:
+//
+//   - [Entry], [ParseLeaf]: the exact bytes of one entry (its leaf) and their
+//     hashes. Tree hashing is golang.org/x/mod/sumdb/tlog's, never this
+//     package's own.
+//   - [Checkpoint], [FormatCheckpoint], [ParseCheckpoint], [OpenCheckpoint]:
+//     the signed tree heads.
+//   - [Store]: what a backend persists (leaves, tlog stored hashes,
+//     checkpoints) inside one exclusive transaction. [OpenSQLite],
+//     [OpenPostgres] and [NewMemStore] are the backends; every one of them
+//     passes the shared suite in internal/ledger/storetest.
+//   - [Ledger]: appends with group commit on top of any Store; [Open] picks
+//     the backend from a DSN.
+//   - [Verify], [ProveEntry], [ProveConsistency], [VerifyProof]: whole-ledger
+//     verification and offline proofs.
+//
+// # The contract
+//
+// Append never acknowledges before durable: it returns an [Entry] only after
+// the transaction holding it has committed (SQLite with synchronous=FULL,
+// PostgreSQL with synchronous_commit=on). Concurrent appends share one
+// transaction (group commit). Several processes may append to one store; the
+// backend serializes them (SQLite's write lock, a PostgreSQL lock row), and
+// every batch re-reads the head of the ledger under that lock, so the chain
+// stays linear. A crash leaves a prefix that verifies; [Verify] reports the
+// first bad entry.
+//
+// # The leaf
+//
+// An entry's leaf is the RFC 8785 (JCS) canonical JSON of the object with the
+// members kind, ledger_id, ledger_seq, payload, previous_hash, record_id and
+// time, for example (one line in reality):
+//
+//	{"kind":"gateway_decision","ledger_id":"gw-prod","ledger_seq":0,
+//	 "payload":{"action":"deny","tool_name":"apply_patch"},
+//	 "previous_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000",
+//	 "record_id":"gw_dec_1","time":"2026-05-19T08:15:31.123456Z"}
+//
+// Its RFC 6962 leaf hash is tlog.RecordHash(leaf) = SHA-256(0x00 || leaf);
+// its chain hash, which the next entry carries as previous_hash, is
+// "sha256:" + hex(SHA-256(leaf)).
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Entry kinds written by Gatehouse. Any kind matching [a-z][a-z0-9_]{0,63}
+// is accepted; these are the ones the rest of the code uses.
+const (
+	KindAuditEvent      = "audit_event"
+	KindGatewayDecision = "gateway_decision"
+	KindServerReceipt   = "server_receipt"
+	KindSession         = "session"
+)
+
+// Limits on what Append accepts, in bytes.
+const (
+	// MaxPayload is the largest payload (canonical JSON) of one entry: 1 MiB.
+	MaxPayload = 1 << 20
+	// MaxRecordID is the longest record id.
+	MaxRecordID = 256
+	// MaxLedgerID is the longest ledger id.
+	MaxLedgerID = 128
+)
+
+// ZeroHash is the previous_hash of the entry with seq 0.
+const ZeroHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// Sentinel errors. Errors returned by this package wrap one of them (test
+// with errors.Is); the wrapping error says what and where.
+var (
+	// ErrClosed is returned by Append and Checkpoint after Close.
+	ErrClosed = errors.New("ledger: closed")
+	// ErrWrite wraps every failure to make an append or checkpoint durable:
+	// the store's error (disk full, read-only file, lost connection, closed
+	// database) is wrapped too and stays visible. An Append that returns
+	// ErrWrite did not record its entry, except in the one ambiguous case of
+	// a connection lost during COMMIT, where the entry may nevertheless be
+	// present; callers must treat it as not recorded.
+	ErrWrite = errors.New("ledger: write failed")
+	// ErrInvalid is returned when the arguments of Append are unacceptable
+	// (kind, record id, non-canonical or oversized payload) or a leaf,
+	// checkpoint or proof does not parse.
+	ErrInvalid = errors.New("ledger: invalid")
+	// ErrCorrupt is returned when stored data fails a check while the ledger
+	// reads it to append (for example, the last entry does not parse).
+	// Verify reports such problems as a [Problem] instead.
+	ErrCorrupt = errors.New("ledger: stored data is corrupt")
+	// ErrLedgerID is returned by New and Open when Options.LedgerID differs
+	// from the id recorded in the store.
+	ErrLedgerID = errors.New("ledger: ledger id mismatch")
+	// ErrNoCheckpoint is returned by ProveEntry and ProveConsistency when no
+	// stored checkpoint can serve the proof.
+	ErrNoCheckpoint = errors.New("ledger: no suitable checkpoint")
+)
+
+// Entry is one record of the ledger. Its JSON form (the struct tags) is the
+// leaf's member names; the leaf itself is produced by [Entry.Leaf], not by
+// encoding/json.
+type Entry struct {
+	// LedgerID names the ledger; it is the same in every entry of a ledger.
+	LedgerID string `json:"ledger_id"`
+	// Seq is the 0-based position of the entry; it equals the RFC 6962
+	// leaf index.
+	Seq int64 `json:"ledger_seq"`
+	// Kind is "audit_event", "gateway_decision", "server_receipt",
+	// "session" or another [a-z][a-z0-9_]{0,63} word.
+	Kind string `json:"kind"`
+	// RecordID is the id of the record in Payload: audit_event_id,
+	// gateway_decision_id, receipt_id, session id. 1 to 256 bytes of UTF-8
+	// without control characters.
+	RecordID string `json:"record_id"`
+	// Time is set by Append: UTC, microsecond precision, never earlier than
+	// the previous entry's time (it is max(now, previous time)), encoded as
+	// RFC 3339 with up to 6 fractional digits.
+	Time time.Time `json:"time"`
+	// PreviousHash is the chain hash ("sha256:<64 lowercase hex>") of the
+	// previous entry's leaf; [ZeroHash] for seq 0.
+	PreviousHash string `json:"previous_hash"`
+	// Payload is the record as RFC 8785 canonical JSON, at most MaxPayload
+	// bytes.
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Leaf returns the exact bytes hashed for e: the RFC 8785 canonical JSON of
+// the entry (see the package documentation). It is defined for entries
+// returned by Append and ParseLeaf, whose fields are valid; for other values
+// the result is not guaranteed canonical.
+func (e *Entry) Leaf() []byte {
+	b := make([]byte, 0, 200+len(e.Payload)+len(e.RecordID))
+	return e.appendLeaf(b)
+}
+
+func (e *Entry) appendLeaf(b []byte) []byte {
+	// RFC 8785 §3.2.3 orders members by their UTF-16 code units; for these
+	// ASCII names that is byte order, fixed here.
+	b = append(b, `{"kind":`...)
+	b = appendString(b, e.Kind)
+	b = append(b, `,"ledger_id":`...)
+	b = appendString(b, e.LedgerID)
+	b = append(b, `,"ledger_seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"payload":`...)
+	if len(e.Payload) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Payload...)
+	}
+	b = append(b, `,"previous_hash":`...)
+	b = appendString(b, e.PreviousHash)
+	b = append(b, `,"record_id":`...)
+	b = appendString(b, e.RecordID)
+	b = append(b, `,"time":`...)
+	b = append(b, '"')
+	b = appendTime(b, e.Time)
+	b = append(b, `"}`...)
+	return b
+}
+
+// Hash returns the chain hash of e: "sha256:" followed by the lowercase hex
+// SHA-256 of e.Leaf(). The next entry's PreviousHash is this value.
+func (e *Entry) Hash() string { return chainHash(e.Leaf()) }
+
+// chainHash is the chain hash of a leaf.
+func chainHash(leaf []byte) string {
+	sum := sha256.Sum256(leaf)
+	var b [7 + 64]byte
+	copy(b[:], "sha256:")
+	hex.Encode(b[7:], sum[:])
+	return string(b[:])
+}
+
+// appendTime appends t as RFC 3339 in UTC with microsecond precision and
+// trailing fractional zeros removed (the time.RFC3339Nano layout of a time
+// truncated to microseconds).
+func appendTime(b []byte, t time.Time) []byte {
+	return t.UTC().Truncate(time.Microsecond).AppendFormat(b, time.RFC3339Nano)
+}
+
+// entryTime is the time Append stores: UTC, microseconds.
+func entryTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// leafJSON is the strict decoding target of ParseLeaf.
+type leafJSON struct {
+	Kind         string         `json:"kind"`
+	LedgerID     string         `json:"ledger_id"`
+	Seq          int64          `json:"ledger_seq"`
+	Payload      jsontext.Value `json:"payload"`
+	PreviousHash string         `json:"previous_hash"`
+	RecordID     string         `json:"record_id"`
+	Time         string         `json:"time"`
+}
+
+// ParseLeaf parses the leaf bytes of an entry and accepts them only if they
+// are exactly what [Entry.Leaf] produces for a valid entry: canonical JSON,
+// all seven members and no others, valid field values. The error wraps
+// ErrInvalid and says what is wrong.
+func ParseLeaf(leaf []byte) (Entry, error) {
+	var lj leafJSON
+	if err := jsonv2.Unmarshal(leaf, &lj, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return Entry{}, fmt.Errorf("%w: leaf is not a ledger entry: %v", ErrInvalid, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, lj.Time)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: leaf time %q: %v", ErrInvalid, lj.Time, err)
+	}
+	e := Entry{
+		LedgerID:     lj.LedgerID,
+		Seq:          lj.Seq,
+		Kind:         lj.Kind,
+		RecordID:     lj.RecordID,
+		Time:         t,
+		PreviousHash: lj.PreviousHash,
+		Payload:      json.RawMessage(lj.Payload),
+	}
+	if err := e.validate(); err != nil {
+		return Entry{}, err
+	}
+	if !bytes.Equal(e.Leaf(), leaf) {
+		return Entry{}, fmt.Errorf("%w: leaf is not in canonical form", ErrInvalid)
+	}
+	return e, nil
+}
+
+// validate checks every field of a complete entry.
+func (e *Entry) validate() error {
+	if err := checkLedgerID(e.LedgerID); err != nil {
+		return err
+	}
+	if e.Seq < 0 || e.Seq >= 1<<53 {
+		return fmt.Errorf("%w: ledger_seq %d out of range", ErrInvalid, e.Seq)
+	}
+	if err := checkKind(e.Kind); err != nil {
+		return err
+	}
+	if err := checkRecordID(e.RecordID); err != nil {
+		return err
+	}
+	if !validChainHash(e.PreviousHash) {
+		return fmt.Errorf("%w: previous_hash %q is not sha256:<64 lowercase hex>", ErrInvalid, e.PreviousHash)
+	}
+	if e.Seq == 0 && e.PreviousHash != ZeroHash {
+		return fmt.Errorf("%w: entry 0 has previous_hash %s, want the zero hash", ErrInvalid, e.PreviousHash)
+	}
+	if e.Time.Location() != time.UTC || !e.Time.Equal(entryTime(e.Time)) {
+		return fmt.Errorf("%w: time %s is not UTC with microsecond precision", ErrInvalid, e.Time)
+	}
+	if y := e.Time.Year(); y < 1970 || y > 9999 {
+		return fmt.Errorf("%w: time %s out of range", ErrInvalid, e.Time)
+	}
+	return checkPayload(e.Payload)
+}
+
+// checkLedgerID accepts 1 to MaxLedgerID bytes of [A-Za-z0-9._:/-] and '_'.
+// The id appears in checkpoint origins, which must not contain spaces or '+'.
+func checkLedgerID(id string) error {
+	if id == "" || len(id) > MaxLedgerID {
+		return fmt.Errorf("%w: ledger id must be 1 to %d bytes", ErrInvalid, MaxLedgerID)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == '-' || c == ':' || c == '/' {
+			continue
+		}
+		return fmt.Errorf("%w: ledger id %q: only letters, digits and . _ - : / are allowed", ErrInvalid, id)
+	}
+	return nil
+}
+
+func checkKind(k string) error {
+	if k == "" || len(k) > 64 || k[0] < 'a' || k[0] > 'z' {
+		return fmt.Errorf("%w: kind %q must match [a-z][a-z0-9_]{0,63}", ErrInvalid, k)
+	}
+	for i := 1; i < len(k); i++ {
+		c := k[i]
+		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' {
+			continue
+		}
+		return fmt.Errorf("%w: kind %q must match [a-z][a-z0-9_]{0,63}", ErrInvalid, k)
+	}
+	return nil
+}
+
+func checkRecordID(id string) error {
+	if id == "" || len(id) > MaxRecordID {
+		return fmt.Errorf("%w: record id must be 1 to %d bytes", ErrInvalid, MaxRecordID)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: record id is not valid UTF-8", ErrInvalid)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: record id %q contains a control character", ErrInvalid, id)
+		}
+	}
+	return nil
+}
+
+// checkPayload accepts a JSON value of at most MaxPayload bytes that is
+// already in RFC 8785 canonical form. Numbers that a double cannot carry
+// exactly (integers beyond 2^53) change under canonicalization and are
+// therefore rejected, never rounded.
+func checkPayload(p []byte) error {
+	if len(p) == 0 {
+		return fmt.Errorf("%w: empty payload", ErrInvalid)
+	}
+	if len(p) > MaxPayload {
+		return fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrInvalid, len(p), MaxPayload)
+	}
+	v := jsontext.Value(bytes.Clone(p))
+	if err := v.Canonicalize(); err != nil {
+		return fmt.Errorf("%w: payload is not valid JSON: %v", ErrInvalid, err)
+	}
+	if !bytes.Equal(v, p) {
+		return fmt.Errorf("%w: payload is not RFC 8785 canonical JSON (member order, whitespace, escapes or number form differ; integers beyond 2^53 cannot be canonical)", ErrInvalid)
+	}
+	return nil
+}
+
+// Canonicalize returns the RFC 8785 canonical form of the JSON value v,
+// rejecting duplicate member names and invalid UTF-8, and rejecting numbers
+// whose canonical form differs in value (integers beyond 2^53) instead of
+// rounding them. Callers use it to produce an Append payload.
+func Canonicalize(v []byte) ([]byte, error) {
+	c := jsontext.Value(bytes.Clone(v))
+	if err := c.Canonicalize(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	// Integers must survive canonicalization exactly.
+	if err := sameIntegers(v, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// sameIntegers reports an error if an integer literal of orig (a number
+// without fraction or exponent) is not reproduced digit for digit in canon.
+func sameIntegers(orig, canon []byte) error {
+	d1 := jsontext.NewDecoder(bytes.NewReader(orig))
+	d2 := jsontext.NewDecoder(bytes.NewReader(canon))
+	// Walk both token streams; object member order may differ, so compare
+	// the multiset of integer literals instead of positions.
+	count := map[string]int{}
+	for {
+		tok, err := d1.ReadToken()
+		if err != nil {
+			break
+		}
+		if tok.Kind() == '0' {
+			s := tok.String()
+			if bytes.IndexAny([]byte(s), ".eE") < 0 {
+				count[s]++
+			}
+		}
+	}
+	for {
+		tok, err := d2.ReadToken()
+		if err != nil {
+			break
+		}
+		if tok.Kind() == '0' {
+			s := tok.String()
+			if bytes.IndexAny([]byte(s), ".eE") < 0 {
+				count[s]--
+			}
+		}
+	}
+	for s, n := range count {
+		if n > 0 && s != "-0" {
+			return fmt.Errorf("%w: the integer %s cannot be represented exactly in RFC 8785 canonical JSON (beyond 2^53)", ErrInvalid, s)
+		}
+	}
+	return nil
+}
+
+// validChainHash reports whether s is "sha256:" and 64 lowercase hex digits.
+func validChainHash(s string) bool {
+	if len(s) != 7+64 || s[:7] != "sha256:" {
+		return false
+	}
+	for i := 7; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// appendString appends s as an RFC 8785 §3.2.2.2 JSON string: '"', '\\'
+// and control characters escaped (\b \t \n \f \r, others as \u00xx with
+// lowercase hex), everything else verbatim. s must be valid UTF-8 (the
+// callers validate it).
+func appendString(b []byte, s string) []byte {
+	const hexdigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexdigits[c>>4], hexdigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

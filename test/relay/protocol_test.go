@@ -756,3 +756,33 @@ func TestHeldCallKeepsItsID(t *testing.T) {
 		t.Errorf("the duplicate id reached the server")
 	}
 }
+
+// TestBatchRefreshDoesNotBlockClient checks that a batch waiting for the
+// gateway's private tools/list (2025-03-26; the server is busy for 1.5 s)
+// does not stop the gateway from reading the client's other frames: an
+// invalid frame sent meanwhile is answered by the gateway at once (and a
+// notifications/cancelled would be forwarded at once).
+func TestBatchRefreshDoesNotBlockClient(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "gateway: clientBatch refreshes the catalog synchronously on the client loop; while a batch waits for the private tools/list, no client frame (notifications/cancelled included) is read")
+	h := startGH(t, run{server: []string{"--protocol-version", "2025-03-26"}})
+	h.handshake("2025-03-26")
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"busy"}}` + "\n"
+	h.send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+jstr(note)+`,`+jstr(note)+`]}`))
+	if got := h.read(5 * time.Second); got != note {
+		t.Fatalf("got %q", got)
+	}
+	h.send(`[{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"nosuchtool","arguments":{}}}]` + "\n")
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	h.send("not json\n")
+	for {
+		l := h.read(5 * time.Second)
+		if m := decode(l); m.Error != nil && m.Error.Code == -32700 {
+			break
+		}
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Errorf("the gateway answered a frame sent after the batch only after %v", d)
+	}
+}

@@ -1,0 +1,333 @@
+// Package audit records the evidence of every tools/call: it implements
+// gateway.Evidence with server security receipts, gateway decision receipts
+// and audit events (package evidence), appended to the audit ledger
+// (package ledger). It follows the flow of evidence.md §1:
+//
+//	decide -> gateway decision receipt + decision-phase audit event (durable
+//	before the call is forwarded or answered)
+//	response -> find/verify the server receipt (or synthesize one)
+//	-> receipts.require -> outcome receipt + outcome audit event
+//
+// Every record is a ledger entry: kind "server_receipt" (record id
+// receipt_id), "gateway_decision" (gateway_decision_id) and "audit_event"
+// (audit_event_id). The lineage server_receipt_id -> gateway_decision_id ->
+// audit_event_id is walkable both ways from the stored payloads.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+)
+
+// Ledger entry kinds written by the Recorder.
+const (
+	KindServerReceipt   = "server_receipt"
+	KindGatewayDecision = "gateway_decision"
+	KindAuditEvent      = "audit_event"
+)
+
+// RuleReceiptRequirement is the matched_rule of an outcome that
+// receipts.require denied or monitored.
+const RuleReceiptRequirement = "receipts.require"
+
+// Appender is the part of *ledger.Ledger the Recorder uses.
+type Appender interface {
+	Append(ctx context.Context, kind, recordID string, payload []byte) (ledger.Entry, error)
+}
+
+var _ Appender = (*ledger.Ledger)(nil)
+
+// Config configures a Recorder.
+type Config struct {
+	// Ledger receives every record; required.
+	Ledger Appender
+	// Keys verify server receipts per server_id.
+	Keys evidence.Keys
+	// ReceiptKeys are the result._meta keys a server receipt is read from;
+	// nil means evidence.DefaultReceiptKeys.
+	ReceiptKeys []string
+	// Require is receipts.require for the server: none, present or
+	// verified ("" is none).
+	Require evidence.Requirement
+	// GatewayID names this gateway instance in its receipts.
+	GatewayID string
+	// Timeout bounds one ledger append; <= 0 means 10 seconds.
+	Timeout time.Duration
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Recorder implements gateway.Evidence. It is safe for concurrent use.
+type Recorder struct {
+	cfg Config
+	log *slog.Logger
+}
+
+var _ gateway.Evidence = (*Recorder)(nil)
+
+// New returns a Recorder. It returns an error when cfg.Ledger is nil or
+// cfg.Require is not a known requirement.
+func New(cfg Config) (*Recorder, error) {
+	if cfg.Ledger == nil {
+		return nil, errors.New("audit: no ledger")
+	}
+	if cfg.Require == "" {
+		cfg.Require = evidence.RequireNone
+	}
+	if _, err := evidence.ParseRequirement(string(cfg.Require)); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if cfg.ReceiptKeys == nil {
+		cfg.ReceiptKeys = evidence.DefaultReceiptKeys
+	}
+	if cfg.GatewayID == "" {
+		cfg.GatewayID, _ = os.Hostname()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{cfg: cfg, log: lg}, nil
+}
+
+// state is what Decided leaves on the gateway.Call for Responded.
+type state struct {
+	receipt *evidence.GatewayDecisionReceipt
+	facts   evidence.CallFacts
+	decl    *evidence.ToolDeclaration
+}
+
+// Decided writes the gateway decision receipt and the decision-phase audit
+// event of one tools/call and returns once both are durable in the ledger.
+// A denied call's receipt has response_scan_result not_run. Errors are the
+// ledger's (wrapped): the gateway then fails closed as configured.
+func (r *Recorder) Decided(c *gateway.Call) error {
+	now := time.Now()
+	var warnings []string
+	inputHash, err := evidence.InputHash(c.Arguments)
+	if err != nil {
+		// Numbers JSON cannot carry exactly are an explicit error path
+		// (evidence.md §3): no hash rather than a rounded one.
+		warnings = append(warnings, "input_hash not computed: "+errorClass(err))
+	}
+	argKeys, _ := evidence.ArgumentKeys(c.Arguments)
+	var decl *evidence.ToolDeclaration
+	var schemaHash, descHash string
+	if c.Known {
+		if raw, ok := evidence.FindToolDeclaration(toolObject(c)); ok {
+			if d, _, err := evidence.ParseDeclaration(raw); err == nil {
+				decl = d
+			}
+		}
+		if len(c.Tool.InputSchema) > 0 {
+			if schemaHash, err = evidence.Hash(c.Tool.InputSchema); err != nil {
+				warnings = append(warnings, "tool_schema_hash not computed: "+errorClass(err))
+			}
+		}
+		descHash, _ = evidence.DescriptionHash(c.Tool.Description)
+	} else {
+		warnings = append(warnings, "tool not listed by the server")
+	}
+	tool := c.Tool
+	intent := evidence.Normalize(evidence.IntentInput{Declaration: decl, Tool: &tool})
+	d := c.Decision
+	if d.Shadow != nil {
+		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
+	}
+	rc := &evidence.GatewayDecisionReceipt{
+		GatewayDecisionID:   evidence.NewGatewayDecisionID(),
+		SchemaVersion:       evidence.SchemaVersion,
+		IssuedAt:            evidence.Timestamp(now),
+		GatewayID:           r.cfg.GatewayID,
+		ServerID:            c.ServerID,
+		ToolName:            c.Name,
+		ActorRefID:          c.Principal.ID,
+		Role:                c.Principal.Role,
+		Action:              string(d.Action),
+		MatchedRule:         d.Rule,
+		Reason:              d.Reason,
+		PolicyVersion:       d.PolicyVersion,
+		MetadataConfidence:  evidence.Confidence(intent, 0),
+		Warnings:            warnings,
+		ArgumentScanResult:  &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no argument scanners configured", ArgumentKeys: argKeys},
+		ShadowMode:          false,
+		InputHash:           inputHash,
+		ToolSchemaHash:      schemaHash,
+		ToolDescriptionHash: descHash,
+	}
+	if !c.Forwarded {
+		rc.ResponseScanResult = evidence.HeldResponseScan()
+	}
+	c.State = &state{
+		receipt: rc,
+		decl:    decl,
+		facts: evidence.CallFacts{
+			ServerID: c.ServerID, ToolName: c.Name, ToolCallID: c.ToolCallID,
+			InputHash: inputHash, ArgumentKeys: argKeys,
+		},
+	}
+	return r.write(rc, evidence.PhaseDecision, nil, nil)
+}
+
+// Responded records the outcome of a forwarded call: the server receipt
+// (verified by the gateway, or synthesized when the server sent none), the
+// outcome-phase gateway decision receipt and audit event. It reports
+// withhold true when receipts.require denies the receipt's status, or when
+// the outcome could not be recorded.
+func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (bool, string) {
+	st, ok := c.State.(*state)
+	if !ok {
+		return false, ""
+	}
+	rc := *st.receipt // the outcome copy; the decision-phase one is written
+	rc.IssuedAt = evidence.Timestamp(time.Now())
+	rc.Warnings = append([]string(nil), st.receipt.Warnings...)
+	facts := st.facts
+	var raw []byte
+	var sr *evidence.ServerReceipt
+	status := evidence.StatusEmpty
+	if resp.Result != nil {
+		if h, err := evidence.Hash(resp.Result); err == nil {
+			rc.OutputHash = h
+		} else {
+			rc.Warnings = append(rc.Warnings, "output_hash not computed: "+errorClass(err))
+		}
+		if found, key, ok := evidence.Find(resp.Result, r.cfg.ReceiptKeys); ok {
+			raw = append([]byte(nil), found...)
+			if without, err := evidence.WithoutReceipt(resp.Result, key); err == nil {
+				facts.OutputHash, _ = evidence.Hash(without)
+			}
+			p, problems, err := evidence.Parse(raw)
+			if err == nil {
+				sr = p
+			}
+			for _, pr := range problems {
+				rc.Warnings = append(rc.Warnings, "server receipt: "+pr.String())
+			}
+			status = evidence.Verify(raw, sr, r.cfg.Keys)
+		} else if h, err := evidence.Hash(resp.Result); err == nil {
+			facts.OutputHash = h
+		}
+	}
+	conflicts := 0
+	if sr != nil {
+		cs := evidence.Conflicts(sr, facts)
+		conflicts = len(cs)
+		rc.Warnings = append(rc.Warnings, cs...)
+	}
+	if sr == nil {
+		// No receipt from the server: the gateway's own, synthesized at
+		// the host boundary from what it observed (status empty).
+		tool := c.Tool
+		intent := evidence.Normalize(evidence.IntentInput{Declaration: st.decl, Tool: &tool})
+		syn := evidence.Synthesize(facts, intent, time.Now())
+		if b, err := json.Marshal(syn); err == nil {
+			raw, sr = b, syn
+		}
+	}
+	tool := c.Tool
+	in := evidence.IntentInput{Declaration: st.decl, Tool: &tool}
+	if conflicts == 0 && sr != nil {
+		in.Receipt, in.ReceiptStatus = sr, status
+	}
+	rc.MetadataConfidence = evidence.Confidence(evidence.Normalize(in), conflicts)
+	rc.ServerReceiptStatus = status
+	if sr != nil {
+		rc.ServerReceiptID = sr.ReceiptID
+	}
+	rc.ResponseScanResult = &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no response scanners configured"}
+	if resp.Error != nil {
+		rc.ResponseScanResult.Reason = "the server answered with a JSON-RPC error"
+	}
+	withhold, why := false, ""
+	action, reason := r.cfg.Require.Check(status)
+	switch action {
+	case evidence.ActionDeny:
+		rc.Action, rc.MatchedRule, rc.Reason = evidence.ActionDeny, RuleReceiptRequirement, reason
+		withhold, why = true, reason
+	case evidence.ActionMonitor:
+		if rc.Action == evidence.ActionAllow {
+			rc.Action = evidence.ActionMonitor
+		}
+		rc.Warnings = append(rc.Warnings, reason)
+	default:
+		if status != evidence.StatusOK {
+			rc.Warnings = append(rc.Warnings, "server receipt status: "+string(status))
+		}
+	}
+	if err := r.write(&rc, evidence.PhaseOutcome, sr, raw); err != nil {
+		r.log.Error("audit ledger write failed", "err", err)
+		return true, "the outcome could not be recorded in the audit ledger"
+	}
+	return withhold, why
+}
+
+// write appends the server receipt (when there is one), the gateway
+// decision receipt and its audit event, in lineage order, each once durable.
+func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	defer cancel()
+	if sr != nil && sr.ReceiptID != "" {
+		payload, err := ledger.Canonicalize(srRaw)
+		if err != nil {
+			// Keep the lineage even when the server's bytes cannot be
+			// canonicalized (numbers JSON cannot carry exactly).
+			payload, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
+			payload, _ = ledger.Canonicalize(payload)
+			srRaw = nil
+		}
+		if _, err := r.cfg.Ledger.Append(ctx, KindServerReceipt, sr.ReceiptID, payload); err != nil {
+			return fmt.Errorf("audit: append server receipt: %w", err)
+		}
+	}
+	ev := rc.Event(phase, srRaw)
+	if err := r.append(ctx, KindGatewayDecision, rc.GatewayDecisionID, rc); err != nil {
+		return err
+	}
+	return r.append(ctx, KindAuditEvent, ev.AuditEventID, ev)
+}
+
+func (r *Recorder) append(ctx context.Context, kind, id string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("audit: encode %s: %w", kind, err)
+	}
+	payload, err := ledger.Canonicalize(b)
+	if err != nil {
+		return fmt.Errorf("audit: canonicalize %s: %w", kind, err)
+	}
+	if _, err := r.cfg.Ledger.Append(ctx, kind, id, payload); err != nil {
+		return fmt.Errorf("audit: append %s: %w", kind, err)
+	}
+	return nil
+}
+
+// toolObject returns a JSON object carrying the tool's _meta, for
+// evidence.FindToolDeclaration.
+func toolObject(c *gateway.Call) []byte {
+	if len(c.Tool.Meta) == 0 {
+		return nil
+	}
+	return append(append([]byte(`{"_meta":`), c.Tool.Meta...), '}')
+}
+
+// errorClass names an error without the data it may quote.
+func errorClass(err error) string {
+	if errors.Is(err, evidence.ErrInexactNumber) {
+		return "a number JSON cannot carry exactly"
+	}
+	return "not strict JSON"
+}

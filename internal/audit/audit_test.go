@@ -1,0 +1,209 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+// memLedger records appends in memory.
+type memLedger struct {
+	mu      sync.Mutex
+	entries []ledger.Entry
+	fail    error
+}
+
+func (m *memLedger) Append(_ context.Context, kind, id string, payload []byte) (ledger.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return ledger.Entry{}, m.fail
+	}
+	e := ledger.Entry{Seq: int64(len(m.entries)), Kind: kind, RecordID: id, Payload: append([]byte(nil), payload...)}
+	m.entries = append(m.entries, e)
+	return e, nil
+}
+
+func (m *memLedger) kinds() string {
+	var k []string
+	for _, e := range m.entries {
+		k = append(k, e.Kind)
+	}
+	return strings.Join(k, ",")
+}
+
+func (m *memLedger) payload(t *testing.T, kind string, n int) map[string]any {
+	t.Helper()
+	for _, e := range m.entries {
+		if e.Kind == kind {
+			if n == 0 {
+				var v map[string]any
+				if err := json.Unmarshal(e.Payload, &v); err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			n--
+		}
+	}
+	t.Fatalf("no %s entry #%d in %s", kind, n, m.kinds())
+	return nil
+}
+
+var seed = make([]byte, ed25519.SeedSize)
+
+func call(forwarded bool) *gateway.Call {
+	yes := true
+	return &gateway.Call{
+		Name: "read", Known: true, ServerID: "srv", ToolCallID: "req_1",
+		Tool:      mcp.Tool{Name: "read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: mcp.Annotations{ReadOnlyHint: &yes}},
+		ID:        jsonrpc.NewID([]byte("1")),
+		Arguments: []byte(`{"path":"/a"}`),
+		Principal: policy.Principal{ID: "u1", Role: "readonly_agent"},
+		Decision:  policy.Decision{Action: policy.ActionAllow, Rule: "default", Reason: "r", PolicyVersion: "1"},
+		Forwarded: forwarded,
+	}
+}
+
+func signedResult(t *testing.T, mutate func(map[string]any)) []byte {
+	t.Helper()
+	r := map[string]any{
+		"receipt_id": "mcp_rcpt_1", "schema_version": "0.1", "issued_at": "2026-11-30T10:00:00Z",
+		"server_id": "srv", "tool_name": "read", "tool_call_id": "req_1",
+	}
+	if mutate != nil {
+		mutate(r)
+	}
+	b, _ := json.Marshal(r)
+	signed, err := evidence.Sign(b, evidence.AlgEd25519, ed25519.NewKeyFromSeed(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(`{"content":[{"type":"text","text":"ok"}],"_meta":{"dev.gatehouse/security-receipt":` + string(signed) + `}}`)
+}
+
+func keys() evidence.Keys {
+	return evidence.Keys{Ed25519: map[string]ed25519.PublicKey{"srv": ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)}}
+}
+
+func TestLineageAndStatuses(t *testing.T) {
+	tamper := func(t *testing.T) []byte {
+		b := signedResult(t, nil)
+		return []byte(strings.Replace(string(b), `"tool_name":"read"`, `"tool_name":"rm"`, 1))
+	}
+	for _, tc := range []struct {
+		name     string
+		result   func(t *testing.T) []byte
+		require  evidence.Requirement
+		status   string
+		withhold bool
+		action   string
+	}{
+		{"verified", func(t *testing.T) []byte { return signedResult(t, nil) }, "verified", "ok", false, "allow"},
+		{"no receipt, none required", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, "none", "empty", false, "allow"},
+		{"no receipt, present required", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, "present", "empty", true, "deny"},
+		{"tampered", tamper, "present", "tampered", true, "deny"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			led := &memLedger{}
+			r, err := New(Config{Ledger: led, Keys: keys(), Require: tc.require, GatewayID: "gw"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := call(true)
+			if err := r.Decided(c); err != nil {
+				t.Fatal(err)
+			}
+			res := tc.result(t)
+			withhold, _ := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})
+			if withhold != tc.withhold {
+				t.Fatalf("withhold = %v, want %v", withhold, tc.withhold)
+			}
+			if got, want := led.kinds(), "gateway_decision,audit_event,server_receipt,gateway_decision,audit_event"; got != want {
+				t.Fatalf("entries %s, want %s", got, want)
+			}
+			out := led.payload(t, KindGatewayDecision, 1)
+			if out["server_receipt_status"] != tc.status || out["action"] != tc.action {
+				t.Fatalf("outcome receipt status %v action %v, want %s %s", out["server_receipt_status"], out["action"], tc.status, tc.action)
+			}
+			// Lineage: server receipt -> gateway decision -> audit event.
+			sr := led.payload(t, KindServerReceipt, 0)
+			ev := led.payload(t, KindAuditEvent, 1)
+			if out["server_receipt_id"] != sr["receipt_id"] || ev["gateway_decision_id"] != out["gateway_decision_id"] || out["audit_event_id"] != ev["audit_event_id"] {
+				t.Fatalf("lineage broken: receipt %v, decision %v, event %v", sr["receipt_id"], out, ev)
+			}
+			dec := led.payload(t, KindGatewayDecision, 0)
+			if dec["gateway_decision_id"] != out["gateway_decision_id"] || dec["input_hash"] == "" || dec["tool_schema_hash"] == nil {
+				t.Fatalf("decision receipt %v", dec)
+			}
+		})
+	}
+}
+
+func TestDeniedCallIsHeldNotRun(t *testing.T) {
+	led := &memLedger{}
+	r, _ := New(Config{Ledger: led})
+	c := call(false)
+	c.Decision.Action = policy.ActionDeny
+	if err := r.Decided(c); err != nil {
+		t.Fatal(err)
+	}
+	if led.kinds() != "gateway_decision,audit_event" {
+		t.Fatalf("entries %s", led.kinds())
+	}
+	d := led.payload(t, KindGatewayDecision, 0)
+	scan, _ := d["response_scan_result"].(map[string]any)
+	if d["action"] != "deny" || scan["status"] != "not_run" || scan["reason"] != evidence.ReasonHeldBeforeForwarding {
+		t.Fatalf("denied receipt %v", d)
+	}
+}
+
+func TestInexactNumbersAreAnErrorPathNotRounded(t *testing.T) {
+	led := &memLedger{}
+	r, _ := New(Config{Ledger: led})
+	c := call(true)
+	c.Arguments = []byte(`{"n":12345678901234567890}`)
+	if err := r.Decided(c); err != nil {
+		t.Fatal(err)
+	}
+	d := led.payload(t, KindGatewayDecision, 0)
+	if _, ok := d["input_hash"]; ok {
+		t.Fatalf("input_hash %v computed from a number JSON cannot carry", d["input_hash"])
+	}
+	if !strings.Contains(strings.Join(toStrings(d["warnings"]), ";"), "input_hash not computed") {
+		t.Fatalf("no warning: %v", d["warnings"])
+	}
+}
+
+func TestLedgerFailureIsReported(t *testing.T) {
+	led := &memLedger{fail: ledger.ErrWrite}
+	r, _ := New(Config{Ledger: led})
+	if err := r.Decided(call(true)); err == nil {
+		t.Fatal("Decided succeeded with a failing ledger")
+	}
+	c := call(true)
+	c.State = &state{receipt: &evidence.GatewayDecisionReceipt{}}
+	if withhold, _ := r.Responded(c, &jsonrpc.Message{Result: []byte(`{}`)}); !withhold {
+		t.Fatal("an outcome that could not be recorded was relayed")
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	if a, ok := v.([]any); ok {
+		for _, e := range a {
+			out = append(out, e.(string))
+		}
+	}
+	return out
+}

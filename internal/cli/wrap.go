@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/stdio"
@@ -35,6 +36,13 @@ type wrapFlags struct {
 	grace        time.Duration
 	receiptsPath string
 	logLevel     string
+
+	state        string
+	noLedger     bool
+	ledgerKey    string
+	receiptKeys  string
+	requireRcpts string
+	gatewayID    string
 }
 
 func newWrapCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -70,6 +78,12 @@ server; decisions go to the decision log.`,
 	fl.DurationVar(&f.grace, "shutdown-grace", 2*time.Second, "wait after closing the server's stdin before SIGTERM, and after SIGTERM before SIGKILL")
 	fl.StringVar(&f.receiptsPath, "request-receipts-out", "", "record request-decision receipts to this new file (requires --decision-log and --event-source)")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "diagnostics on stderr: debug, info, warn or error")
+	fl.StringVar(&f.state, "state", "", "audit ledger: a SQLite file path or a postgres:// URL (default $XDG_STATE_HOME/gatehouse/ledger.db)")
+	fl.BoolVar(&f.noLedger, "no-ledger", false, "do not record evidence in the audit ledger")
+	fl.StringVar(&f.ledgerKey, "ledger-key", "", "note signer key for ledger checkpoints (default: ledger.skey beside the default ledger, created on first use)")
+	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
+	fl.StringVar(&f.requireRcpts, "require-receipts", "none", "what a missing or unverified server receipt does: none, present or verified")
+	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
 	return cmd
 }
 
@@ -109,9 +123,23 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	if f.receiptsPath != "" && (f.decisionLog == "" || f.eventSource == "") {
 		return configError("--request-receipts-out requires --decision-log and --event-source")
 	}
+	// The other files of the run, which no output may alias: the policy
+	// and the SQLite ledger.
 	inputs := []string{}
 	if f.policyPath != "" {
 		inputs = append(inputs, f.policyPath)
+	}
+	if !f.noLedger {
+		if f.state == "" {
+			p, err := ledger.DefaultPath()
+			if err != nil {
+				return configError("--state: %v", err)
+			}
+			f.state = p
+		}
+		if !ledger.IsPostgresDSN(f.state) {
+			inputs = append(inputs, f.state)
+		}
 	}
 	var dlog *decisionlog.Log
 	if f.decisionLog != "" {
@@ -141,6 +169,19 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	if serverID == "" {
 		serverID = filepath.Base(argv[0])
 	}
+	led, rec2, err := openEvidence(ctx, f, stderr, logger)
+	if err != nil {
+		return configError("%v", err)
+	}
+	if led != nil {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := led.Close(cctx); err != nil {
+				fmt.Fprintf(stderr, "gatehouse: closing the audit ledger: %v\n", err)
+			}
+		}()
+	}
 	cfg := gateway.Config{
 		Policy:        pol,
 		Principal:     policy.Principal{ID: f.principal, Role: f.role},
@@ -148,6 +189,9 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		Log:           dlog,
 		MaxFrameBytes: f.maxFrame,
 		Logger:        logger,
+	}
+	if rec2 != nil {
+		cfg.Evidence = rec2
 	}
 	if rec != nil {
 		// Assigned only when set: a nil *Recorder in the interface would

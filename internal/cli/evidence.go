@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/audit"
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+)
+
+// openEvidence opens the audit ledger and the evidence recorder for wrap,
+// before the server is spawned. It returns nils with --no-ledger.
+func openEvidence(ctx context.Context, f *wrapFlags, stderr io.Writer, logger *slog.Logger) (*ledger.Ledger, *audit.Recorder, error) {
+	if f.noLedger {
+		return nil, nil, nil
+	}
+	req, err := evidence.ParseRequirement(f.requireRcpts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--require-receipts: %w", err)
+	}
+	var keys evidence.Keys
+	if f.receiptKeys != "" {
+		if keys, err = evidence.LoadKeys(f.receiptKeys); err != nil {
+			return nil, nil, fmt.Errorf("--receipt-keys: %w", err)
+		}
+	}
+	dsn := f.state
+	if dsn == "" {
+		if dsn, err = ledger.DefaultPath(); err != nil {
+			return nil, nil, fmt.Errorf("--state: %w", err)
+		}
+	}
+	keyPath := f.ledgerKey
+	if keyPath == "" {
+		dir, err := defaultStateDir()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--ledger-key: %w", err)
+		}
+		keyPath = filepath.Join(dir, "ledger.skey")
+		if err := ensureSignerKey(keyPath, stderr); err != nil {
+			return nil, nil, fmt.Errorf("--ledger-key: %w", err)
+		}
+	}
+	signer, err := ledger.LoadSigner(keyPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--ledger-key: %w", err)
+	}
+	led, err := ledger.Open(ctx, dsn, ledger.Options{Signer: signer})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--state %s: %w", redactDSN(dsn), err)
+	}
+	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger})
+	if err != nil {
+		led.Close(ctx)
+		return nil, nil, err
+	}
+	return led, rec, nil
+}
+
+// defaultStateDir is the directory of the default ledger.
+func defaultStateDir() (string, error) {
+	p, err := ledger.DefaultPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(p), nil
+}
+
+// ensureSignerKey creates a checkpoint signing key at path (0600) and its
+// verifier key beside it (path with .vkey), unless path exists. The key's
+// name is "gatehouse-<host>". One line on stderr names both files.
+func ensureSignerKey(path string, stderr io.Writer) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	name := "gatehouse-" + strings.Map(func(r rune) rune {
+		if r == '+' || r == ' ' || r < 0x21 || r > 0x7e {
+			return '-'
+		}
+		return r
+	}, host)
+	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		return fmt.Errorf("generate key: %w", err)
+	}
+	vpath := strings.TrimSuffix(path, ".skey") + ".vkey"
+	if err := writeExclusive(path, skey+"\n", 0o600); err != nil {
+		return err
+	}
+	if err := writeExclusive(vpath, vkey+"\n", 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "gatehouse: created the ledger checkpoint signing key %s (verifier key %s)\n", path, vpath)
+	return nil
+}
+
+func writeExclusive(path, content string, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// redactDSN hides a password in a postgres:// URL for error messages.
+func redactDSN(dsn string) string {
+	if !strings.Contains(dsn, "://") {
+		return dsn
+	}
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://") + 3
+	if at < scheme {
+		return dsn
+	}
+	userinfo := dsn[scheme:at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return dsn[:scheme] + userinfo[:i] + ":****" + dsn[at:]
+	}
+	return dsn
+}

@@ -128,6 +128,15 @@ func OpenCheckpoint(msg []byte, known note.Verifiers) (Checkpoint, error) {
 		}
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint note: %v", ErrInvalid, err)
 	}
+	// note.Open decodes signatures with lenient base64, which ignores the
+	// unused low bits of the last character: require the canonical
+	// encoding, so that no byte of a stored note can change unnoticed.
+	for _, sig := range append(n.Sigs, n.UnverifiedSigs...) {
+		raw, err := base64.StdEncoding.DecodeString(sig.Base64)
+		if err != nil || base64.StdEncoding.EncodeToString(raw) != sig.Base64 {
+			return Checkpoint{}, fmt.Errorf("%w: checkpoint signature by %s is not canonical base64", ErrInvalid, sig.Name)
+		}
+	}
 	c, err := ParseCheckpoint([]byte(n.Text))
 	if err != nil {
 		return Checkpoint{}, err

@@ -1,0 +1,163 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Fixed test keys (note.GenerateKey over a constant reader). Never use them
+// for anything but tests.
+const (
+	testSignerKey     = "PRIVATE+KEY+gatehouse-test+090a88b5+AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEB"
+	testVerifierKey   = "gatehouse-test+090a88b5+AYqI4910CfGV/VLbLTy6XXLKZwm/HZQSG/N0iAG0D29c"
+	attackerSignerKey = "PRIVATE+KEY+gatehouse-attacker+b71b5890+AQICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIC"
+	attackerVerifier  = "gatehouse-attacker+b71b5890+AYE5dw6ofRdfVqNUZsNMfszLjYqRtO43ol32D1uPybOU"
+)
+
+func testKeys(t testing.TB) (note.Signer, note.Verifiers) {
+	s, err := note.NewSigner(testSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(testVerifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, note.VerifierList(v)
+}
+
+func attackerKeys(t testing.TB) (note.Signer, note.Verifiers) {
+	s, err := note.NewSigner(attackerSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(attackerVerifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, note.VerifierList(v)
+}
+
+func TestCheckpointGolden(t *testing.T) {
+	signer, verifiers := testKeys(t)
+	c := Checkpoint{Origin: Origin("gw-prod"), Size: 1000, Hash: tlog.RecordHash([]byte("x"))}
+	msg, err := SignCheckpoint(&c, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "gatehouse-ledger/gw-prod\n" +
+		"1000\n" +
+		"PH6byTDck/AfppmF7yQtn56GHzxTVaokzl70tLinDMs=\n" +
+		"\n" +
+		"— gatehouse-test CQqItTgJNFryaoA7vgYI66XSn65GSYHGFZ0y8PUzXBIQVNKzm/7+3o0M9YvclfmhQRuAVhI0MUXkh5dB3733W4pO6gM=\n"
+	if string(msg) != want {
+		t.Fatalf("signed checkpoint\n%s\nwant\n%s", msg, want)
+	}
+	got, err := OpenCheckpoint(msg, verifiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Origin != c.Origin || got.Size != c.Size || got.Hash != c.Hash || !bytes.Equal(got.Note, msg) {
+		t.Fatalf("OpenCheckpoint = %+v", got)
+	}
+}
+
+func TestParseCheckpointRejects(t *testing.T) {
+	good := string(FormatCheckpoint("o", 5, tlog.Hash{1}))
+	if _, err := ParseCheckpoint([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"empty":          "",
+		"no final nl":    strings.TrimSuffix(good, "\n"),
+		"extension line": good + "ext\n",
+		"blank line":     good + "\n",
+		"empty origin":   "\n" + good[2:],
+		"origin space":   "o o" + good[1:],
+		"origin plus":    "o+o" + good[1:],
+		"leading zero":   strings.Replace(good, "\n5\n", "\n05\n", 1),
+		"plus sign":      strings.Replace(good, "\n5\n", "\n+5\n", 1),
+		"negative":       strings.Replace(good, "\n5\n", "\n-5\n", 1),
+		"huge":           strings.Replace(good, "\n5\n", "\n99999999999999999999\n", 1),
+		"short hash":     "o\n5\nAAAA\n",
+		"unpadded hash":  strings.Replace(good, "=\n", "\n", 1),
+		"cr in hash":     strings.Replace(good, "AAAA", "AA\rAA", 1),
+		"noncanonical":   strings.Replace(good, "AAA=", "AAB=", 1),
+	} {
+		if _, err := ParseCheckpoint([]byte(text)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: ParseCheckpoint(%q) = %v, want ErrInvalid", name, text, err)
+		}
+	}
+}
+
+// Changing any single byte of a signed checkpoint makes OpenCheckpoint fail.
+func TestOpenCheckpointMangled(t *testing.T) {
+	signer, verifiers := testKeys(t)
+	c := Checkpoint{Origin: Origin("gw-prod"), Size: 7, Hash: tlog.RecordHash([]byte("y"))}
+	msg, err := SignCheckpoint(&c, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msg {
+		for _, delta := range []byte{1, 0x20, 0x80} {
+			m := bytes.Clone(msg)
+			m[i] ^= delta
+			if got, err := OpenCheckpoint(m, verifiers); err == nil {
+				t.Fatalf("byte %d ^ %#x: accepted %+v from\n%s", i, delta, got, m)
+			}
+		}
+	}
+	// Another key's signature is not enough, nor is an added one.
+	_, attacker := attackerKeys(t)
+	if _, err := OpenCheckpoint(msg, attacker); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("checkpoint opened with the wrong key: %v", err)
+	}
+}
+
+func FuzzParseCheckpoint(f *testing.F) {
+	f.Add(FormatCheckpoint("gatehouse-ledger/x", 0, tlog.Hash{}))
+	f.Add(FormatCheckpoint("o", 123456789, tlog.Hash{0xff}))
+	f.Add([]byte("o\n1\n\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		c, err := ParseCheckpoint(text)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		// Only the canonical encoding is accepted.
+		if got := FormatCheckpoint(c.Origin, c.Size, c.Hash); !bytes.Equal(got, text) {
+			t.Fatalf("ParseCheckpoint accepted %q, which formats as %q", text, got)
+		}
+	})
+}
+
+func FuzzOpenCheckpoint(f *testing.F) {
+	signer, verifiers := testKeys(f)
+	c := Checkpoint{Origin: "o", Size: 3, Hash: tlog.Hash{7}}
+	msg, err := SignCheckpoint(&c, signer)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(msg)
+	f.Fuzz(func(t *testing.T, m []byte) {
+		got, err := OpenCheckpoint(m, verifiers)
+		if err != nil {
+			return
+		}
+		// Whatever opens must be exactly the signed note: a signature
+		// cannot be malleated and the body cannot change.
+		if !bytes.Equal(m, msg) {
+			t.Fatalf("accepted a note other than the one signed: %q", m)
+		}
+		if got.Size != 3 || got.Hash != (tlog.Hash{7}) {
+			t.Fatalf("opened %+v", got)
+		}
+	})
+}

@@ -47,6 +47,12 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// Each gatehouse the tests start keeps its audit ledger (and its
+	// checkpoint key) here, not in the user's state directory.
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(tmp, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	gatehouseBin = os.Getenv("GATEHOUSE_BIN")
 	if gatehouseBin == "" {

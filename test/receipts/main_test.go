@@ -61,6 +61,12 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Each gatehouse the tests start keeps its audit ledger (and its
+	// checkpoint key) here, not in the user's state directory.
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// Readable by other users: one test runs gatehouse as nobody.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "receipts e2e:", err)

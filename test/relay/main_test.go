@@ -43,6 +43,12 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Each gatehouse the tests start keeps its audit ledger (and its
+	// checkpoint key) here, not in the user's state directory.
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// Readable by other users: one test runs gatehouse as nobody.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "relay tests:", err)
@@ -156,7 +162,11 @@ func startGH(t testing.TB, r run) *gh {
 		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), r.env...)
+	// Each run gets its own state directory (the default audit ledger and
+	// its key live there), unless the test chooses one: tests neither touch
+	// the real home directory nor share a ledger.
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir(t))
+	cmd.Env = append(cmd.Env, r.env...)
 	if os.Getenv("GATEHOUSE_RELAY_RACE") != "" {
 		// The race runtime sleeps 1 s at exit by default.
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
@@ -214,6 +224,15 @@ func startGH(t testing.TB, r run) *gh {
 		}
 	})
 	return h
+}
+
+// stateDir returns a fresh directory for XDG_STATE_HOME.
+func stateDir(t testing.TB) string {
+	d := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // killAtCleanup registers a pid file (--marker or --grandchild) whose

@@ -221,7 +221,14 @@ func TestUnwritableDecisionLogDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(base, "marker")
-	r := run{flags: []string{"--decision-log", filepath.Join(ro, "log.jsonl"), "--event-source", eventSource}, server: []string{"--marker", marker}}
+	state := filepath.Join(base, "state")
+	if err := os.Mkdir(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	r := run{flags: []string{"--decision-log", filepath.Join(ro, "log.jsonl"), "--event-source", eventSource}, server: []string{"--marker", marker}, env: []string{"XDG_STATE_HOME=" + state}}
 	if os.Geteuid() == 0 {
 		r.cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}
@@ -610,4 +617,33 @@ func TestServerExitWhileGrandchildHoldsStdout(t *testing.T) {
 		t.Errorf("exit code %d, want 4\n%s", code, h.tail())
 	}
 	expectGone(t, "the process holding the server's stdout", gpid, 2*time.Second)
+}
+
+// TestConcurrentFirstStart checks that several gatehouse processes started
+// at the same time on a fresh state directory (no audit ledger or key yet)
+// all start and relay. The race is timing-dependent, so a few rounds run.
+func TestConcurrentFirstStart(t *testing.T) {
+	t.Parallel()
+	relayBug(t, "cli: ensureSignerKey races (stat, then exclusive create): of several first runs started together, a loser exits 78 with '--ledger-key: open .../ledger.skey: file exists'")
+	for round := range 5 {
+		state := stateDir(t)
+		var hs []*gh
+		for range 6 {
+			hs = append(hs, startGH(t, run{env: []string{"XDG_STATE_HOME=" + state}}))
+		}
+		for i, h := range hs {
+			h.send(ping("1"))
+			select {
+			case l, ok := <-h.lines:
+				if !ok {
+					code := h.wait(5 * time.Second)
+					t.Errorf("round %d: gatehouse %d exited %d without answering; stderr:\n%s", round, i, code, h.stderr.String())
+					continue
+				}
+				expectResult(t, string(l), "1")
+			case <-time.After(10 * time.Second):
+				t.Errorf("round %d: gatehouse %d did not answer", round, i)
+			}
+		}
+	}
 }

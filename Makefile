@@ -29,8 +29,15 @@ demo:
 
 # The full suite: unit tests with the race detector, then the end-to-end
 # tests against the freshly built binary. Each phase has its own timeout;
-# together they stay well under 30 minutes on 2 cores.
-test: deps build test-unit test-e2e
+# together they stay well under 30 minutes on 2 cores. The end-to-end phase
+# runs even when the unit phase failed, so that one failure does not hide
+# the other; the target fails if either did.
+test: deps build
+	@rc=0; \
+	$(MAKE) --no-print-directory test-unit || rc=1; \
+	$(MAKE) --no-print-directory test-e2e || rc=1; \
+	if [ $$rc != 0 ]; then echo "make test: FAILED (see above)"; fi; \
+	exit $$rc
 
 test-unit:
 	$(GO) test $(RACE) -timeout 12m $(UNIT_PKGS)

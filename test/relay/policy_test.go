@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -313,6 +314,9 @@ func TestDecisionLogModeAndAppend(t *testing.T) {
 // fail_open.
 func TestDecisionLogWriteFailure(t *testing.T) {
 	t.Parallel()
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) is not installed")
+	}
 	const limit = 1 << 20
 	tests := []struct {
 		name    string

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,11 @@ func runFakeDirect(t *testing.T, input string, args ...string) string {
 // TestRelayExactBytes checks that valid frames cross gatehouse byte for
 // byte in both directions: odd spacing and member order, CRLF terminators,
 // ids that do not survive a float64 round trip, escapes in strings.
+//
+// Lines are compared as multisets: the order of frames belonging to
+// different requests may change, because gatehouse holds a tools/call for a
+// tool it has not seen listed yet (here: sent before the tools/list answer
+// arrived) while it fetches the catalog, and lets other traffic pass.
 func TestRelayExactBytes(t *testing.T) {
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
@@ -75,12 +81,19 @@ func TestRelayExactBytes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit code %d\n%s", code, stderr)
 	}
-	if got != want {
-		t.Errorf("client received different bytes through gatehouse:\n got %q\nwant %q", got, want)
+	if g, w := sortedLines(strings.SplitAfter(got, "\n")), sortedLines(strings.SplitAfter(want, "\n")); !slices.Equal(g, w) {
+		t.Errorf("client received different bytes through gatehouse:\n got %q\nwant %q", g, w)
 	}
-	if fwd := recordedClientLines(t, record, ids); strings.Join(fwd, "") != input {
-		t.Errorf("server received different bytes through gatehouse:\n got %q\nwant %q", fwd, client)
+	if g, w := sortedLines(recordedClientLines(t, record, ids)), sortedLines(client); !slices.Equal(g, w) {
+		t.Errorf("server received different bytes through gatehouse:\n got %q\nwant %q", g, w)
 	}
+}
+
+// sortedLines returns the non-empty lines sorted.
+func sortedLines(lines []string) []string {
+	out := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return l == "" })
+	slices.Sort(out)
+	return out
 }
 
 // TestRelayServerToClient checks server-initiated traffic: a server request

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,63 @@ func TestRelayLargeFrameWithinLimit(t *testing.T) {
 	rec, _ := os.ReadFile(record)
 	if !strings.Contains(string(rec), req) {
 		t.Errorf("the 1 MiB request did not reach the server unchanged")
+	}
+}
+
+// TestRelayHeldToolCall checks a tools/call for a tool gatehouse has not
+// seen listed: it is held while gatehouse fetches the catalog (slowly, here),
+// the client's other traffic is not queued behind it, and a call the client
+// cancels meanwhile is decided and recorded but never reaches the server.
+func TestRelayHeldToolCall(t *testing.T) {
+	const delay = 1500 * time.Millisecond
+	tests := []struct {
+		name   string
+		cancel bool
+	}{
+		{"answered after the fetch", false},
+		{"cancelled while held", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			record := filepath.Join(dir, "record")
+			dl := filepath.Join(dir, "decisions.jsonl")
+			src := "gatehouse://e2e/held"
+			p := startGatehouse(t, "wrap", "--decision-log", dl, "--event-source", src,
+				"--", fakeServerBin, "--record", record, "--list-delay-ms", strconv.Itoa(int(delay.Milliseconds())))
+			p.initialize("2025-06-18")
+
+			start := time.Now()
+			call := `{"jsonrpc":"2.0","id":"held","method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}` + "\n"
+			p.send(call)
+			resp, before := p.call("2", "ping", "")
+			if resp["result"] == nil || len(before) != 0 {
+				t.Fatalf("ping while a call is held: %v, preceded by %q", resp, before)
+			}
+			if d := time.Since(start); d >= delay {
+				t.Errorf("ping answered after %v: queued behind the held call", d)
+			}
+			if tt.cancel {
+				p.sendLine(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"held","reason":"e2e"}}`)
+				p.expectNoLine(delay + time.Second)
+			} else {
+				l := p.readLine()
+				if !strings.HasPrefix(l, `{"jsonrpc":"2.0","id":"held","result":`) {
+					t.Fatalf("held call answered with %q", l)
+				}
+			}
+			p.closeStdin()
+			if code := p.wait(); code != 0 {
+				t.Errorf("exit code %d", code)
+			}
+			rec, _ := os.ReadFile(record)
+			if reached := strings.Contains(string(rec), call); reached == tt.cancel {
+				t.Errorf("call reached the server: %v, want %v", reached, !tt.cancel)
+			}
+			ds := decisions(t, readDecisionLog(t, dl, src), true)
+			if len(ds) != 1 || ds[0].Tool != "echo" {
+				t.Errorf("decision events %+v, want one for echo", ds)
+			}
+		})
 	}
 }

@@ -16,7 +16,7 @@
 //   - ping: an empty result;
 //   - server/discover: supportedVersions ["2026-07-28"];
 //   - tools/list: the current tool set (see --tools, --tools2), paginated
-//     with --page-size and opaque nextCursor strings;
+//     with --page-size and opaque nextCursor strings, after --list-delay-ms;
 //   - tools/call: see Tools below;
 //   - any other request: error -32601 (method not found).
 //
@@ -66,6 +66,8 @@
 //	--tools FILE             JSON array of tool definitions (first set)
 //	--tools2 FILE            JSON array of tool definitions (after sendlistchanged)
 //	--page-size N            tools per tools/list page (0: one page)
+//	--list-delay-ms N        answer tools/list only after N ms (other requests
+//	                         are answered meanwhile)
 //	--ignore-eof             keep running after stdin reaches EOF
 //	--ignore-sigterm         ignore SIGTERM
 //	--grandchild PIDFILE     start "sleep 300" in this process group, write its pid
@@ -109,6 +111,7 @@ type config struct {
 	tools           string
 	tools2          string
 	pageSize        int
+	listDelayMS     int
 	ignoreEOF       bool
 	ignoreSIGTERM   bool
 	grandchild      string
@@ -128,6 +131,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tools, "tools", "", "JSON array of tool definitions in `FILE`")
 	fs.StringVar(&c.tools2, "tools2", "", "JSON array of tool definitions in `FILE`, used after sendlistchanged")
 	fs.IntVar(&c.pageSize, "page-size", 0, "tools per tools/list page, 0 for one page")
+	fs.IntVar(&c.listDelayMS, "list-delay-ms", 0, "answer tools/list after `N` ms")
 	fs.BoolVar(&c.ignoreEOF, "ignore-eof", false, "keep running after stdin EOF")
 	fs.BoolVar(&c.ignoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM")
 	fs.StringVar(&c.grandchild, "grandchild", "", "start `sleep 300` and write its pid to `PIDFILE`")
@@ -145,8 +149,8 @@ func parseFlags(args []string) (config, error) {
 			c.bannerSet = true
 		}
 	})
-	if c.pageSize < 0 || c.stderrLines < 0 || c.exitAfterMS < 0 {
-		return c, fmt.Errorf("negative --page-size, --stderr-lines or --exit-after-ms")
+	if c.pageSize < 0 || c.stderrLines < 0 || c.exitAfterMS < 0 || c.listDelayMS < 0 {
+		return c, fmt.Errorf("negative --page-size, --stderr-lines, --exit-after-ms or --list-delay-ms")
 	}
 	return c, nil
 }

@@ -337,6 +337,21 @@ func TestSleepProgressAndCancel(t *testing.T) {
 	}
 }
 
+func TestListDelay(t *testing.T) {
+	r, w, _ := pipeServer(t, config{listDelayMS: 300})
+	start := time.Now()
+	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n")
+	if got := readLine(t, r); got != `{"jsonrpc":"2.0","id":2,"result":{}}`+"\n" {
+		t.Fatalf("first answer %q, want the ping's", got)
+	}
+	if got := readLine(t, r); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result":{"tools":[`) {
+		t.Fatalf("second answer %q, want the tools/list", got)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("tools/list answered after %v, before --list-delay-ms", d)
+	}
+}
+
 func TestIgnoreEOFAndExitAfter(t *testing.T) {
 	start := time.Now()
 	_, code := runLines(t, config{ignoreEOF: true, exitAfterMS: 200, exitCode: 5}, "")

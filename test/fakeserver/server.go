@@ -300,6 +300,13 @@ func (s *server) request(m message) {
 	case "server/discover":
 		s.writeResult(m.ID, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":`+serverInfo+`},"ttlMs":0,"cacheScope":"private"}`, false)
 	case "tools/list":
+		if d := s.cfg.listDelayMS; d > 0 {
+			go func() {
+				time.Sleep(time.Duration(d) * time.Millisecond)
+				s.toolsList(m, reply)
+			}()
+			return
+		}
 		s.toolsList(m, reply)
 	case "tools/call":
 		s.toolsCall(m, pm.Meta, reply)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -79,7 +80,10 @@ func defaultStateDir() (string, error) {
 
 // ensureSignerKey creates a checkpoint signing key at path (0600) and its
 // verifier key beside it (path with .vkey), unless path exists. The key's
-// name is "gatehouse-<host>". One line on stderr names both files.
+// name is "gatehouse-<host>". One line on stderr names both files. Several
+// gatehouse processes starting at once on a fresh state directory agree on
+// one key pair: creation holds an exclusive flock(2) on a lock file beside
+// the key.
 func ensureSignerKey(path string, stderr io.Writer) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
@@ -88,6 +92,18 @@ func ensureSignerKey(path string, stderr io.Writer) error {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(path); err == nil {
+		return nil // another gatehouse created it while we waited
 	}
 	host, _ := os.Hostname()
 	name := "gatehouse-" + strings.Map(func(r rune) rune {
@@ -101,30 +117,40 @@ func ensureSignerKey(path string, stderr io.Writer) error {
 		return fmt.Errorf("generate key: %w", err)
 	}
 	vpath := strings.TrimSuffix(path, ".skey") + ".vkey"
-	if err := writeExclusive(path, skey+"\n", 0o600); err != nil {
+	if err := writeNew(vpath, vkey+"\n", 0o644); err != nil {
 		return err
 	}
-	if err := writeExclusive(vpath, vkey+"\n", 0o644); err != nil {
+	if err := writeNew(path, skey+"\n", 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "gatehouse: created the ledger checkpoint signing key %s (verifier key %s)\n", path, vpath)
 	return nil
 }
 
-func writeExclusive(path, content string, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+// writeNew writes content to path with mode, replacing any file there,
+// through a temporary file renamed into place.
+func writeNew(path, content string, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
 		return err
 	}
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
 		return err
 	}
-	return f.Close()
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // redactDSN hides a password in a postgres:// URL for error messages.

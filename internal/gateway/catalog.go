@@ -31,9 +31,13 @@ func (c *catalog) lookup(name string) (mcp.Tool, bool, bool) {
 	return t, ok, c.stale
 }
 
+// markStale records notifications/tools/list_changed: the next tools/call
+// refreshes the catalog, and a client listing in progress (whose earlier
+// pages predate the change) will not replace it.
 func (c *catalog) markStale() {
 	c.mu.Lock()
 	c.stale = true
+	c.listing = nil
 	c.mu.Unlock()
 }
 

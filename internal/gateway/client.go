@@ -165,25 +165,51 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 		s.record("client", reason, jsonrpc.CodeInvalidRequest, len(frame), jsonrpc.ID{})
 		return s.sendClient(errorFrame(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
 	}
-	// Members are decided in order on this goroutine; a member naming a
-	// tool the gateway does not know (or a stale catalog) gets the catalog
-	// refreshed first, once for the whole batch.
-	if s.settings.UnknownTool == "fetch" {
-		for i := range m.Members {
-			mm := &m.Members[i]
-			if mm.Method != mcp.MethodToolsCall {
-				continue
+	// A member naming a tool the gateway does not know (or any tools/call
+	// while the catalog is stale) needs the catalog refreshed first, once
+	// for the whole batch: the batch then waits on its own goroutine, so
+	// that the client's other traffic is not queued behind it.
+	if s.settings.UnknownTool == "fetch" && s.batchNeedsRefresh(m) {
+		held := append([]byte(nil), frame...)
+		s.held.Add(1)
+		go func() {
+			defer s.held.Done()
+			s.refreshMu.Lock()
+			s.refreshCatalog(nil)
+			s.refreshMu.Unlock()
+			hm, err := jsonrpc.Parse(held)
+			if err != nil {
+				return
 			}
-			if p, ok := parseToolCall(mm.Params); ok {
-				if _, known, stale := s.catalog.lookup(p.name); !known || stale {
-					s.refreshMu.Lock()
-					s.refreshCatalog(p.meta)
-					s.refreshMu.Unlock()
-					break
-				}
+			if err := s.relayBatch(held, &hm); err != nil {
+				s.log.Error("relaying a batch failed", "err", err)
+			}
+		}()
+		return nil
+	}
+	return s.relayBatch(frame, m)
+}
+
+// batchNeedsRefresh reports whether a member of batch m is a tools/call for
+// a tool the gateway does not know, or the catalog is stale.
+func (s *Session) batchNeedsRefresh(m *jsonrpc.Message) bool {
+	for i := range m.Members {
+		mm := &m.Members[i]
+		if mm.Method != mcp.MethodToolsCall {
+			continue
+		}
+		if p, ok := parseToolCall(mm.Params); ok {
+			if _, known, stale := s.catalog.lookup(p.name); !known || stale {
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// relayBatch decides every member of batch m in order and forwards what is
+// allowed, answering the rest.
+func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message) error {
 	var keep [][]byte
 	var replies [][]byte
 	for i := range m.Members {

@@ -125,6 +125,16 @@ func (s *Session) serverOversized(e *wire.FrameTooLargeError) error {
 	if !id.Present() {
 		return nil
 	}
+	s.mu.Lock()
+	ch, private := s.private[id.Key()]
+	delete(s.private, id.Key())
+	s.mu.Unlock()
+	if private {
+		// The answer to the gateway's own tools/list: the refresh fails
+		// now rather than at its timeout.
+		close(ch)
+		return nil
+	}
 	if isRequest {
 		// A server-to-client request: the server is the sender.
 		return s.sendServer(errorFrame(id, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))

@@ -421,8 +421,10 @@ func Sniff(prefix []byte) (id ID, hasMethod bool) {
 		case "method":
 			hasMethod = true
 		case "id":
-			if k := v.Kind(); k == '"' || k == '0' {
-				end := int(dec.InputOffset())
+			end := int(dec.InputOffset())
+			// A number that ends where the prefix ends may continue in
+			// the bytes that were cut off ("12" of "123"): not an id.
+			if k := v.Kind(); k == '"' || (k == '0' && end < len(prefix)) {
 				id = ID{raw: append([]byte(nil), prefix[end-len(v):end]...)}
 			}
 		}

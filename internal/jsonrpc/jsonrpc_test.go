@@ -2,7 +2,6 @@ package jsonrpc
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 )
@@ -330,58 +329,39 @@ func TestIDKeyFromParse(t *testing.T) {
 	}
 }
 
-// sniffTruncatedBug is a known bug: a number id that ends exactly where the
-// prefix is cut may be the start of a longer number ({"id":12 from
-// {"id":123,...), yet SniffID returns it, so an error could be addressed to
-// another request.
-const sniffTruncatedBug = "jsonrpc.SniffID returns a number id cut off at the end of the prefix"
-
-// relayBug skips a test that fails because of a known, reported bug, unless
-// GATEHOUSE_TEST_BUGS is set.
-func relayBug(t testing.TB, desc string) {
-	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("relay bug: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
-}
-
 func TestSniffID(t *testing.T) {
 	long := strings.Repeat("x", 5000)
 	tests := []struct {
 		name   string
 		prefix string
 		want   string // "" for absent
-		bug    bool   // sniffTruncatedBug
 	}{
-		{"number id first", `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"arguments":{"x":"` + long, "42", false},
-		{"string id first", `{"id":"abc","jsonrpc":"2.0","method":"tools/call","params":{"x":"` + long, `"abc"`, false},
-		{"escaped string id", `{"id":"a\"b","params":{"x":"` + long, `"a\"b"`, false},
-		{"id after jsonrpc and method", `{"jsonrpc":"2.0","method":"tools/call","id":"r-1","params":{"x":"` + long, `"r-1"`, false},
-		{"id after a complete params", `{"jsonrpc":"2.0","params":{"id":5,"x":[1,2]},"id":6,"method":"tools/call","x":"` + long, "6", false},
-		{"id only inside cut params", `{"jsonrpc":"2.0","method":"tools/call","params":{"id":5,"x":"` + long, "", false},
-		{"id after the cut", (`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + long + `"},"id":7}`)[:100], "", false},
-		{"whitespace", "{ \"id\" :\t12 ,\n\"method\":\"x\",\"params\":{\"a\":\"" + long, "12", false},
-		{"id 1.0", `{"id":1.0,"x":"` + long, "1.0", false},
-		{"big id", `{"id":12345678901234567890,"x":"` + long, "12345678901234567890", false},
-		{"null id", `{"id":null,"x":"` + long, "", false},
-		{"object id", `{"id":{"a":1},"x":"` + long, "", false},
-		{"bool id", `{"id":true,"x":"` + long, "", false},
-		{"string id cut", `{"id":"abc`, "", false},
-		{"number id cut at the end", `{"id":12`, "", true}, // could be 123...
-		{"decimal id cut at the end", `{"id":1.5`, "", true},
-		{"number id complete before a comma", `{"id":12,`, "12", false},
-		{"number id complete before a space", `{"id":12 `, "12", false},
-		{"number id complete before }", `{"id":12}`, "12", false},
-		{"not an object", `[{"id":1}]`, "", false},
-		{"not JSON", `hello "id":1`, "", false},
-		{"empty", ``, "", false},
-		{"no id", `{"jsonrpc":"2.0","method":"x"}`, "", false},
+		{"number id first", `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"arguments":{"x":"` + long, "42"},
+		{"string id first", `{"id":"abc","jsonrpc":"2.0","method":"tools/call","params":{"x":"` + long, `"abc"`},
+		{"escaped string id", `{"id":"a\"b","params":{"x":"` + long, `"a\"b"`},
+		{"id after jsonrpc and method", `{"jsonrpc":"2.0","method":"tools/call","id":"r-1","params":{"x":"` + long, `"r-1"`},
+		{"id after a complete params", `{"jsonrpc":"2.0","params":{"id":5,"x":[1,2]},"id":6,"method":"tools/call","x":"` + long, "6"},
+		{"id only inside cut params", `{"jsonrpc":"2.0","method":"tools/call","params":{"id":5,"x":"` + long, ""},
+		{"id after the cut", (`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + long + `"},"id":7}`)[:100], ""},
+		{"whitespace", "{ \"id\" :\t12 ,\n\"method\":\"x\",\"params\":{\"a\":\"" + long, "12"},
+		{"id 1.0", `{"id":1.0,"x":"` + long, "1.0"},
+		{"big id", `{"id":12345678901234567890,"x":"` + long, "12345678901234567890"},
+		{"null id", `{"id":null,"x":"` + long, ""},
+		{"object id", `{"id":{"a":1},"x":"` + long, ""},
+		{"bool id", `{"id":true,"x":"` + long, ""},
+		{"string id cut", `{"id":"abc`, ""},
+		{"number id cut at the end", `{"id":12`, ""}, // could be 123...
+		{"decimal id cut at the end", `{"id":1.5`, ""},
+		{"number id complete before a comma", `{"id":12,`, "12"},
+		{"number id complete before a space", `{"id":12 `, "12"},
+		{"number id complete before }", `{"id":12}`, "12"},
+		{"not an object", `[{"id":1}]`, ""},
+		{"not JSON", `hello "id":1`, ""},
+		{"empty", ``, ""},
+		{"no id", `{"jsonrpc":"2.0","method":"x"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.bug {
-				relayBug(t, sniffTruncatedBug)
-			}
 			got := SniffID([]byte(tt.prefix))
 			if got.String() != tt.want || got.Present() != (tt.want != "") {
 				t.Errorf("SniffID(%.60q) = %q (present %v), want %q", tt.prefix, got.Raw(), got.Present(), tt.want)

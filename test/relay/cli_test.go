@@ -624,7 +624,6 @@ func TestServerExitWhileGrandchildHoldsStdout(t *testing.T) {
 // all start and relay. The race is timing-dependent, so a few rounds run.
 func TestConcurrentFirstStart(t *testing.T) {
 	t.Parallel()
-	relayBug(t, "cli: ensureSignerKey races (stat, then exclusive create): of several first runs started together, a loser exits 78 with '--ledger-key: open .../ledger.skey: file exists'")
 	for round := range 5 {
 		state := stateDir(t)
 		var hs []*gh

@@ -152,6 +152,11 @@ type Variant struct {
 	// of gatehouse-bench uses them.
 	Exe string
 	Env []string
+	// NullRelay runs Exe (gatehouse-bench) as `Exe relay -- SERVER`: the
+	// gateway's frame reader and writer with nothing in between (no
+	// parsing, policy or log), the floor of any relay on this machine.
+	// Gateway must be true as well.
+	NullRelay bool
 }
 
 // The standard variants. Gateway is the configuration the targets are about:
@@ -171,6 +176,9 @@ var Features = []Variant{Direct, Gateway, GatewayNoLog, GatewayDefault, GatewayB
 func (v Variant) Describe() string {
 	if !v.Gateway {
 		return "client <-> fakeserver"
+	}
+	if v.NullRelay {
+		return "client <-> null relay (frame reader and writer only) <-> fakeserver"
 	}
 	exe := "gatehouse wrap"
 	if v.Exe != "" {
@@ -214,7 +222,9 @@ func Start(v Variant) (*Proc, error) {
 	server := []string{bins.FakeServer, "--echo-fast"}
 	argv := server
 	p := &Proc{Variant: v, stderr: &capBuffer{max: 64 << 10}}
-	if v.Gateway {
+	if v.NullRelay {
+		argv = append([]string{v.Exe, "relay", "--"}, server...)
+	} else if v.Gateway {
 		exe := bins.Gatehouse
 		if v.Exe != "" {
 			exe = v.Exe

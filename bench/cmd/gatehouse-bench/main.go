@@ -16,6 +16,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/bench"
 	"github.com/gatehouse-mcp/gatehouse/internal/cli"
+	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
 // profileEnv names the file a re-executed `gatehouse-bench wrap` writes its
@@ -33,6 +35,9 @@ const profileEnv = "GATEHOUSE_BENCH_CPUPROFILE"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "wrap" {
 		os.Exit(profiledGatehouse())
+	}
+	if len(os.Args) > 2 && os.Args[1] == "relay" && os.Args[2] == "--" {
+		os.Exit(nullRelay(os.Args[3:]))
 	}
 	var cfg bench.Config
 	flag.IntVar(&cfg.LatencyCalls, "latency-calls", 0, "measured one-in-flight calls per variant (default 30000)")
@@ -50,10 +55,14 @@ func main() {
 	if *phases != "" {
 		cfg.Phases = strings.Split(*phases, ",")
 	}
+	cfg.Variants = append([]bench.Variant(nil), bench.Features...)
+	if self, err := os.Executable(); err == nil {
+		cfg.Variants = append(cfg.Variants, bench.Variant{Name: "null-relay", Gateway: true, NullRelay: true, Exe: self})
+	}
 	if *candidate != "" {
 		c := bench.Gateway
 		c.Name, c.Exe = "candidate", *candidate
-		cfg.Variants = append(append([]bench.Variant(nil), bench.Features...), c)
+		cfg.Variants = append(cfg.Variants, c)
 	}
 	if !*quiet {
 		t0 := time.Now()
@@ -77,6 +86,50 @@ func main() {
 		os.Exit(1)
 	}
 	res.Print(os.Stdout)
+}
+
+// nullRelay runs argv as a child and relays frames between this process's
+// stdin/stdout and the child with internal/wire's Reader and Writer and
+// nothing else: what any Go stdio relay costs on this machine before it
+// looks at a single byte.
+func nullRelay(argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "gatehouse-bench relay: no command")
+		return 64
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 70
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 70
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "gatehouse-bench relay:", err)
+		return 69
+	}
+	copyFrames := func(dst io.Writer, src io.Reader) {
+		r, w := wire.NewReader(src, 1<<30), wire.NewWriter(dst)
+		for {
+			f, err := r.ReadFrame()
+			if err != nil {
+				return
+			}
+			if w.WriteFrame(f) != nil {
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { copyFrames(os.Stdout, out); close(done) }()
+	copyFrames(in, os.Stdin)
+	in.Close()
+	<-done
+	cmd.Wait()
+	return 0
 }
 
 // profiledGatehouse is `gatehouse` with a CPU profile around the whole run.

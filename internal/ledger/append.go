@@ -76,6 +76,8 @@ type Ledger struct {
 
 	closeErr error // set by the writer before writerDone closes
 
+	now func() time.Time // the clock; tests replace it before the first Append
+
 	head head // owned by the writer goroutine
 }
 
@@ -179,6 +181,7 @@ func New(ctx context.Context, s Store, opts Options) (*Ledger, error) {
 		ckreqs:     make(chan ckReq),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
+		now:        time.Now,
 	}
 	if l.every == 0 {
 		l.every = DefaultCheckpointEvery
@@ -378,7 +381,7 @@ func (l *Ledger) commit(batch []*appendReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	now := entryTime(time.Now())
+	now := entryTime(l.now())
 	entries := make([]Entry, len(live))
 	var next head
 	err := l.store.Update(ctx, func(ctx context.Context, tx Tx) error {
@@ -544,7 +547,7 @@ func (l *Ledger) checkpoint(ctx context.Context, force bool) (*Checkpoint, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
-	now := entryTime(time.Now())
+	now := entryTime(l.now())
 	var out *Checkpoint
 	err := l.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		size, err := tx.Size(ctx)

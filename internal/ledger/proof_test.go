@@ -90,7 +90,7 @@ func TestInclusionProofOffline(t *testing.T) {
 		p *Proof
 		v note.Verifiers
 	}{
-		"wrong key": {parsed, attacker},
+		"wrong key":                  {parsed, attacker},
 		"wrong entry (another leaf)": {forge(func(p *Proof) { p.Leaf = other.Leaf }), verifiers},
 		"wrong entry (payload changed)": {forge(func(p *Proof) {
 			p.Leaf = bytes.Replace(p.Leaf, []byte(`{"i":6}`), []byte(`{"i":9}`), 1)

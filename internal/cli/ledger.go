@@ -1,0 +1,715 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+)
+
+// Exit codes of the ledger commands.
+const (
+	ledgerExitBad        = 1  // verification failed, or nothing to prove
+	ledgerExitUnreadable = 2  // the ledger or an input could not be read
+	ledgerExitUsage      = 64 // bad flags
+)
+
+// newLedgerCmd is `gatehouse ledger`: reading, verifying and proving the
+// audit ledger (docs/ledger.md).
+func newLedgerCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Verify, show and prove entries of the audit ledger",
+		Long: `The audit ledger is a hash chain whose entries are also the leaves of an
+RFC 6962 Merkle tree with signed checkpoints (docs/ledger.md).
+
+--state names the ledger: a SQLite file path or a postgres:// URL (default
+$XDG_STATE_HOME/gatehouse/ledger.db, or ~/.local/state/gatehouse/ledger.db).
+Every subcommand opens it read-only, except "checkpoint".`,
+	}
+	cmd.AddCommand(
+		newLedgerVerifyCmd(stdout, stderr),
+		newLedgerShowCmd(stdout, stderr),
+		newLedgerProveCmd(stdout, stderr),
+		newLedgerVerifyProofCmd(stdout, stderr),
+		newLedgerCheckpointCmd(stdout, stderr),
+	)
+	return cmd
+}
+
+func ledgerUsageErrors(c *cobra.Command) {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: ledgerExitUsage, err: err} })
+}
+
+// ledgerState resolves --state (default: ledger.DefaultPath).
+func ledgerState(state string) (string, error) {
+	if state != "" {
+		return state, nil
+	}
+	return ledger.DefaultPath()
+}
+
+// ledgerDisplayDSN hides a PostgreSQL password in messages.
+func ledgerDisplayDSN(dsn string) string {
+	if !ledger.IsPostgresDSN(dsn) {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres://..."
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// ledgerOpenRO opens the ledger at state read-only; failures are exit 2.
+func ledgerOpenRO(ctx context.Context, state string) (ledger.Store, string, error) {
+	dsn, err := ledgerState(state)
+	if err != nil {
+		return nil, "", &exitError{code: ledgerExitUnreadable, err: err}
+	}
+	s, err := ledger.OpenStore(ctx, dsn, true)
+	if err != nil {
+		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("%s: %w", ledgerDisplayDSN(dsn), err)}
+	}
+	if _, err := s.Init(ctx, ""); err != nil {
+		s.Close()
+		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("%s: %w", ledgerDisplayDSN(dsn), err)}
+	}
+	return s, dsn, nil
+}
+
+// ledgerVerifiers loads the verifier key files.
+func ledgerVerifiers(paths []string) (note.Verifiers, error) {
+	var vs []note.Verifier
+	for _, p := range paths {
+		v, err := ledger.LoadVerifier(p)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	return note.VerifierList(vs...), nil
+}
+
+// ledgerIsTerminal reports whether w is a character device (a terminal).
+func ledgerIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// ledgerProgress returns a VerifyOptions.Progress that redraws one line on
+// w at most every 100 ms, and a function that ends the line.
+func ledgerProgress(w io.Writer) (func(done, total int64), func()) {
+	var last time.Time
+	drawn := false
+	draw := func(done, total int64) {
+		const width = 30
+		filled := 0
+		if total > 0 {
+			filled = int(done * width / total)
+		}
+		pct := 100.0
+		if total > 0 {
+			pct = float64(done) * 100 / float64(total)
+		}
+		fmt.Fprintf(w, "\rverifying [%s%s] %d/%d entries (%.0f%%)", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, pct)
+		drawn = true
+	}
+	return func(done, total int64) {
+			if now := time.Now(); now.Sub(last) >= 100*time.Millisecond || done == total {
+				last = now
+				draw(done, total)
+			}
+		}, func() {
+			if drawn {
+				fmt.Fprintln(w)
+			}
+		}
+}
+
+// ledgerVerifyJSON is the --json form of a verification report.
+type ledgerVerifyJSON struct {
+	OK                bool            `json:"ok"`
+	LedgerID          string          `json:"ledger_id"`
+	Size              int64           `json:"size"`
+	Verified          int64           `json:"verified"`
+	Checkpoints       int             `json:"checkpoints"`
+	SignaturesChecked bool            `json:"signatures_checked"`
+	Latest            *ledgerCkptJSON `json:"latest_checkpoint,omitempty"`
+	Problem           *ledger.Problem `json:"problem,omitempty"`
+}
+
+type ledgerCkptJSON struct {
+	Origin string `json:"origin"`
+	Size   int64  `json:"size"`
+	Root   string `json:"root"`
+}
+
+func newLedgerVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
+	var state string
+	var keys []string
+	var asJSON, progress bool
+	c := &cobra.Command{
+		Use:   "verify --state DSN --key FILE.vkey [--json] [--progress]",
+		Short: "Verify the whole ledger: chain, Merkle tree and signed checkpoints",
+		Long: `verify reads every entry in order and checks that each is canonical, carries
+its own seq and the ledger's id, links to the previous entry's hash
+(previous_hash) and does not go back in time; that the stored tree hashes
+equal those recomputed from the entries; and that every stored checkpoint is
+signed by one of the --key verifier keys and its root equals the tree of the
+entries it covers. It stops at the first problem and names it: the entry's
+seq, or the checkpoint's id.
+
+Without --key the signatures are not checked (a warning says so); anyone who
+can write the database could then rewrite it consistently.
+
+A progress bar is drawn on stderr when it is a terminal, or with --progress.
+
+Exit status: 0 the ledger verifies, 1 it does not, 2 it (or a key) cannot be
+read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := context.Background()
+			verifiers, err := ledgerVerifiers(keys)
+			if err != nil {
+				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger verify: %w", err)}
+			}
+			s, _, err := ledgerOpenRO(ctx, state)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			opts := ledger.VerifyOptions{Verifiers: verifiers}
+			if progress || ledgerIsTerminal(stderr) {
+				p, end := ledgerProgress(stderr)
+				opts.Progress = p
+				defer end()
+			}
+			start := time.Now()
+			rep, err := ledger.Verify(ctx, s, opts)
+			if opts.Progress != nil && rep != nil && rep.Problem != nil {
+				fmt.Fprintln(stderr)
+			}
+			if err != nil {
+				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger verify: %w", err)}
+			}
+			if asJSON {
+				out := ledgerVerifyJSON{
+					OK: rep.Problem == nil, LedgerID: rep.LedgerID, Size: rep.Size, Verified: rep.Verified,
+					Checkpoints: rep.Checkpoints, SignaturesChecked: rep.SignaturesChecked, Problem: rep.Problem,
+				}
+				if rep.Latest != nil {
+					out.Latest = &ledgerCkptJSON{Origin: rep.Latest.Origin, Size: rep.Latest.Size, Root: rep.Latest.Hash.String()}
+				}
+				b, _ := jsonv2.Marshal(out)
+				fmt.Fprintf(stdout, "%s\n", b)
+			} else {
+				ledgerPrintReport(stdout, rep, time.Since(start))
+			}
+			if verifiers == nil {
+				fmt.Fprintln(stderr, "gatehouse: warning: no --key: checkpoint signatures were NOT checked")
+			} else if rep.Checkpoints == 0 && rep.Problem == nil && rep.Size > 0 {
+				fmt.Fprintln(stderr, "gatehouse: warning: the ledger has no signed checkpoint: nothing binds it to the key")
+			}
+			if rep.Problem != nil {
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger verify: %s", rep.Problem)}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&state, "state", "", "the ledger: a SQLite file or a postgres:// URL")
+	c.Flags().StringSliceVar(&keys, "key", nil, "verifier key file (NAME.vkey); repeat for rotated keys")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	c.Flags().BoolVar(&progress, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	ledgerUsageErrors(c)
+	return c
+}
+
+func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration) {
+	if rep.Problem != nil {
+		fmt.Fprintf(w, "FAIL ledger %s: %s\n", rep.LedgerID, rep.Problem)
+		fmt.Fprintf(w, "  entries 0..%d verified before it (of %d stored); %d checkpoints verified\n", rep.Verified-1, rep.Size, rep.Checkpoints)
+		return
+	}
+	fmt.Fprintf(w, "OK ledger %s: %d entries, chain and Merkle tree verified in %s\n", rep.LedgerID, rep.Size, took.Round(time.Millisecond))
+	sig := "signatures checked"
+	if !rep.SignaturesChecked {
+		sig = "signatures NOT checked"
+	}
+	fmt.Fprintf(w, "  %d checkpoints verified (%s)", rep.Checkpoints, sig)
+	if rep.Latest != nil {
+		fmt.Fprintf(w, "; latest: size %d, root %s", rep.Latest.Size, rep.Latest.Hash)
+		if n := rep.Size - rep.Latest.Size; n > 0 {
+			fmt.Fprintf(w, "; %d newer entries not yet signed", n)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// ledgerShowFlags are the filters of `ledger show`.
+type ledgerShowFlags struct {
+	state                string
+	tool, server, action string
+	kind, record         string
+	since, until         string
+	lineage              string
+	asJSON               bool
+}
+
+// ledgerRow is what show needs of one entry.
+type ledgerRow struct {
+	entry  ledger.Entry
+	leaf   []byte
+	fields ledgerPayloadFields
+}
+
+// ledgerPayloadFields are the payload members show filters and links on.
+type ledgerPayloadFields struct {
+	ToolName          string
+	ServerID          string
+	Action            string
+	ReceiptID         string
+	ServerReceiptID   string
+	GatewayDecisionID string
+	AuditEventID      string
+}
+
+// ledgerFields extracts the string members of a payload object; anything
+// else (not an object, not strings) leaves them empty.
+func ledgerFields(payload []byte) ledgerPayloadFields {
+	var m map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(payload, &m); err != nil {
+		return ledgerPayloadFields{}
+	}
+	str := func(k string) string {
+		v, ok := m[k]
+		if !ok || v.Kind() != '"' {
+			return ""
+		}
+		var s string
+		jsonv2.Unmarshal(v, &s)
+		return s
+	}
+	return ledgerPayloadFields{
+		ToolName:          str("tool_name"),
+		ServerID:          str("server_id"),
+		Action:            str("action"),
+		ReceiptID:         str("receipt_id"),
+		ServerReceiptID:   str("server_receipt_id"),
+		GatewayDecisionID: str("gateway_decision_id"),
+		AuditEventID:      str("audit_event_id"),
+	}
+}
+
+// links are the ids an entry is known by or points to.
+func (r *ledgerRow) links() []string {
+	var out []string
+	for _, s := range []string{r.entry.RecordID, r.fields.ReceiptID, r.fields.ServerReceiptID, r.fields.GatewayDecisionID, r.fields.AuditEventID} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func newLedgerShowCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f ledgerShowFlags
+	c := &cobra.Command{
+		Use:   "show --state DSN [filters] [--json]",
+		Short: "List ledger entries, filtered, as a table or JSON lines",
+		Long: `show prints the entries that pass every filter given, in seq order: a text
+table, or with --json one entry per line (its exact leaf: RFC 8785 canonical
+JSON). --tool, --server and --action match the payload members tool_name,
+server_id and action; --kind and --record the entry's kind and record_id;
+--since and --until (RFC 3339) bound its time, inclusive.
+
+--lineage ID prints the entries linked to ID in both directions: starting
+from any server receipt id, gateway decision id or audit event id, it follows
+record_id and the payload members receipt_id, server_receipt_id,
+gateway_decision_id and audit_event_id until no new id appears (the lineage
+server_receipt_id -> gateway_decision_id -> audit_event_id).
+
+show does not verify the ledger (see "ledger verify").
+
+Exit status: 0 printed (possibly nothing), 2 the ledger cannot be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLedgerShow(&f, stdout)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.state, "state", "", "the ledger: a SQLite file or a postgres:// URL")
+	fl.StringVar(&f.tool, "tool", "", "only entries whose payload tool_name is this")
+	fl.StringVar(&f.server, "server", "", "only entries whose payload server_id is this")
+	fl.StringVar(&f.action, "action", "", "only entries whose payload action is this (allow, deny, monitor, redact, quarantine)")
+	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (audit_event, gateway_decision, server_receipt, session)")
+	fl.StringVar(&f.record, "record", "", "only the entries with this record_id")
+	fl.StringVar(&f.since, "since", "", "only entries at or after this RFC 3339 time")
+	fl.StringVar(&f.until, "until", "", "only entries at or before this RFC 3339 time")
+	fl.StringVar(&f.lineage, "lineage", "", "the entries linked to this server receipt, gateway decision or audit event id")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON lines (each entry's leaf) instead of a table")
+	ledgerUsageErrors(c)
+	return c
+}
+
+func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
+	var since, until time.Time
+	var err error
+	if f.since != "" {
+		if since, err = time.Parse(time.RFC3339Nano, f.since); err != nil {
+			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--since: %w", err)}
+		}
+	}
+	if f.until != "" {
+		if until, err = time.Parse(time.RFC3339Nano, f.until); err != nil {
+			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--until: %w", err)}
+		}
+	}
+	ctx := context.Background()
+	s, _, err := ledgerOpenRO(ctx, f.state)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	size, err := s.Size(ctx)
+	if err != nil {
+		return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
+	}
+	match := func(r *ledgerRow) bool {
+		e := &r.entry
+		switch {
+		case f.kind != "" && e.Kind != f.kind,
+			f.record != "" && e.RecordID != f.record,
+			f.tool != "" && r.fields.ToolName != f.tool,
+			f.server != "" && r.fields.ServerID != f.server,
+			f.action != "" && r.fields.Action != f.action,
+			!since.IsZero() && e.Time.Before(since),
+			!until.IsZero() && e.Time.After(until):
+			return false
+		}
+		return true
+	}
+	var rows []ledgerRow
+	bad := 0
+	err = s.Leaves(ctx, 0, size, func(seq int64, leaf []byte) error {
+		e, err := ledger.ParseLeaf(leaf)
+		if err != nil {
+			bad++
+			return nil
+		}
+		r := ledgerRow{entry: e, fields: ledgerFields(e.Payload)}
+		if f.lineage == "" && !match(&r) {
+			return nil
+		}
+		r.leaf = append([]byte(nil), leaf...)
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
+	}
+	if f.lineage != "" {
+		rows = ledgerLineage(rows, f.lineage)
+		kept := rows[:0]
+		for i := range rows {
+			if match(&rows[i]) {
+				kept = append(kept, rows[i])
+			}
+		}
+		rows = kept
+	}
+	if f.asJSON {
+		for _, r := range rows {
+			fmt.Fprintf(stdout, "%s\n", r.leaf)
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tRECORD\tSERVER\tTOOL\tACTION")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.entry.Seq, r.entry.Time.Format("2006-01-02T15:04:05.000000Z"),
+				r.entry.Kind, r.entry.RecordID, ledgerDash(r.fields.ServerID), ledgerDash(r.fields.ToolName), ledgerDash(r.fields.Action))
+		}
+		tw.Flush()
+	}
+	if bad > 0 {
+		return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger show: %d entries do not parse; run \"gatehouse ledger verify\"", bad)}
+	}
+	return nil
+}
+
+func ledgerDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ledgerLineage returns the rows linked to id, directly or through other
+// rows, in seq order.
+func ledgerLineage(rows []ledgerRow, id string) []ledgerRow {
+	ids := map[string]bool{id: true}
+	in := make([]bool, len(rows))
+	for changed := true; changed; {
+		changed = false
+		for i := range rows {
+			if in[i] {
+				continue
+			}
+			links := rows[i].links()
+			hit := false
+			for _, l := range links {
+				if ids[l] {
+					hit = true
+					break
+				}
+			}
+			if !hit {
+				continue
+			}
+			in[i], changed = true, true
+			for _, l := range links {
+				ids[l] = true
+			}
+		}
+	}
+	var out []ledgerRow
+	for i := range rows {
+		if in[i] {
+			out = append(out, rows[i])
+		}
+	}
+	return out
+}
+
+// ledgerCheckpointSize parses --checkpoint: "latest" (0) or a tree size.
+func ledgerCheckpointSize(s string) (int64, error) {
+	if s == "" || s == "latest" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("--checkpoint %q: want \"latest\" or the tree size of a stored checkpoint", s)
+	}
+	return n, nil
+}
+
+func newLedgerProveCmd(stdout, stderr io.Writer) *cobra.Command {
+	var state, checkpoint, from string
+	var entry int64
+	c := &cobra.Command{
+		Use:   "prove --state DSN (--entry N | --from CHECKPOINT_FILE) [--checkpoint latest|SIZE]",
+		Short: "Print an inclusion or consistency proof bundle (JSON)",
+		Long: `prove --entry N prints an inclusion proof: entry N's exact leaf bytes, its
+index, the RFC 6962 audit path and the signed checkpoint it leads to (the
+latest stored one, or the one of tree size SIZE). Anyone holding the verifier
+key checks it offline with "gatehouse ledger verify-proof".
+
+prove --from CHECKPOINT_FILE prints a consistency proof that the latest
+stored checkpoint (or the one of size SIZE) extends the older signed
+checkpoint in the file, e.g. one an auditor saved earlier. If the ledger's
+tree at the old size is not the one that checkpoint signed, the ledger was
+rewritten: prove says so and exits 1.
+
+An entry newer than the latest checkpoint cannot be proved yet: wait for the
+next checkpoint, or sign one with "gatehouse ledger checkpoint".
+
+Exit status: 0 printed, 1 cannot be proved, 2 cannot be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			hasEntry := cmd.Flags().Changed("entry")
+			if hasEntry == (from != "") {
+				return &exitError{code: ledgerExitUsage, err: errors.New("ledger prove: give exactly one of --entry and --from")}
+			}
+			size, err := ledgerCheckpointSize(checkpoint)
+			if err != nil {
+				return &exitError{code: ledgerExitUsage, err: err}
+			}
+			var old []byte
+			if from != "" {
+				if old, err = os.ReadFile(from); err != nil {
+					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger prove: %w", err)}
+				}
+			}
+			ctx := context.Background()
+			s, _, err := ledgerOpenRO(ctx, state)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			var p *ledger.Proof
+			if hasEntry {
+				p, err = ledger.ProveEntry(ctx, s, entry, size)
+			} else {
+				p, err = ledger.ProveConsistency(ctx, s, old, size)
+			}
+			if err != nil {
+				code := ledgerExitUnreadable
+				if errors.Is(err, ledger.ErrNoCheckpoint) || errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrInvalid) {
+					code = ledgerExitBad
+				}
+				return &exitError{code: code, err: fmt.Errorf("ledger prove: %w", err)}
+			}
+			b, err := p.Marshal()
+			if err != nil {
+				return &exitError{code: ledgerExitBad, err: err}
+			}
+			_, err = stdout.Write(b)
+			return err
+		},
+	}
+	c.Flags().StringVar(&state, "state", "", "the ledger: a SQLite file or a postgres:// URL")
+	c.Flags().Int64Var(&entry, "entry", 0, "prove the inclusion of the entry with this seq")
+	c.Flags().StringVar(&from, "from", "", "prove consistency from the signed checkpoint in this file")
+	c.Flags().StringVar(&checkpoint, "checkpoint", "latest", "the checkpoint to prove against: latest, or a stored checkpoint's tree size")
+	ledgerUsageErrors(c)
+	return c
+}
+
+func newLedgerVerifyProofCmd(stdout, stderr io.Writer) *cobra.Command {
+	var keys []string
+	var proofPath string
+	var entryJSON bool
+	c := &cobra.Command{
+		Use:   "verify-proof --key FILE.vkey --proof FILE [--entry-json]",
+		Short: "Check a proof bundle offline with only the public key",
+		Long: `verify-proof checks a bundle printed by "gatehouse ledger prove" with the
+verifier key alone: no database, no trust in the gateway. For an inclusion
+proof: the checkpoint is signed by the key, the leaf is a well-formed entry
+of the ledger the checkpoint names, at the stated index, and its RFC 6962
+audit path leads to the signed root. For a consistency proof: both
+checkpoints are signed by the key, of the same ledger, and the newer tree
+extends the older one. --proof - reads the bundle from stdin.
+
+--entry-json prints the proven entry (its canonical JSON) on success.
+
+Exit status: 0 the proof holds, 1 it does not (or cannot be read).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(keys) == 0 || proofPath == "" {
+				return &exitError{code: ledgerExitUsage, err: errors.New("ledger verify-proof: --key and --proof are required")}
+			}
+			verifiers, err := ledgerVerifiers(keys)
+			if err != nil {
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger verify-proof: %w", err)}
+			}
+			var data []byte
+			if proofPath == "-" {
+				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), ledger.MaxProofBytes+1))
+			} else {
+				data, err = os.ReadFile(proofPath)
+			}
+			if err != nil {
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger verify-proof: %w", err)}
+			}
+			p, err := ledger.ParseProof(data)
+			if err != nil {
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger verify-proof: %w", err)}
+			}
+			got, err := ledger.VerifyProof(p, verifiers)
+			if err != nil {
+				fmt.Fprintf(stdout, "FAIL %v\n", err)
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger verify-proof: %w", err)}
+			}
+			if got.Entry != nil {
+				if entryJSON {
+					fmt.Fprintf(stdout, "%s\n", got.Entry.Leaf())
+				} else {
+					fmt.Fprintf(stdout, "OK entry %d (%s %s) is in the tree of size %d of %s, root %s, signed\n",
+						got.Entry.Seq, got.Entry.Kind, got.Entry.RecordID, got.Checkpoint.Size, got.Checkpoint.Origin, got.Checkpoint.Hash)
+				}
+			} else {
+				fmt.Fprintf(stdout, "OK the tree of size %d of %s (root %s) extends the tree of size %d (root %s); both signed\n",
+					got.Checkpoint.Size, got.Checkpoint.Origin, got.Checkpoint.Hash, got.Old.Size, got.Old.Hash)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringSliceVar(&keys, "key", nil, "verifier key file (NAME.vkey); repeat for rotated keys")
+	c.Flags().StringVar(&proofPath, "proof", "", "the proof bundle (JSON), or - for stdin")
+	c.Flags().BoolVar(&entryJSON, "entry-json", false, "print the proven entry as canonical JSON instead of a summary")
+	ledgerUsageErrors(c)
+	return c
+}
+
+func newLedgerCheckpointCmd(stdout, stderr io.Writer) *cobra.Command {
+	var state, key string
+	c := &cobra.Command{
+		Use:   "checkpoint --state DSN --key FILE.skey",
+		Short: "Sign and store a checkpoint of the ledger as it is now",
+		Long: `checkpoint signs the current tree with the signer key, stores the checkpoint
+in the ledger (unless the latest stored one already covers every entry) and
+prints it (the signed note). Auditors keep printed checkpoints to ask later
+for consistency proofs ("ledger prove --from").
+
+Exit status: 0 printed, 1 failed, 2 cannot be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if key == "" {
+				return &exitError{code: ledgerExitUsage, err: errors.New("ledger checkpoint: --key is required")}
+			}
+			signer, err := ledger.LoadSigner(key)
+			if err != nil {
+				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %w", err)}
+			}
+			dsn, err := ledgerState(state)
+			if err != nil {
+				return &exitError{code: ledgerExitUnreadable, err: err}
+			}
+			ctx := context.Background()
+			if !ledger.IsPostgresDSN(dsn) {
+				if _, err := os.Stat(dsn); err != nil {
+					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %w", err)}
+				}
+			}
+			s, err := ledger.OpenStore(ctx, dsn, false)
+			if err != nil {
+				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %s: %w", ledgerDisplayDSN(dsn), err)}
+			}
+			if _, err := s.Init(ctx, ""); err != nil {
+				s.Close()
+				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %s: %w", ledgerDisplayDSN(dsn), err)}
+			}
+			l, err := ledger.New(ctx, s, ledger.Options{Signer: signer, CheckpointEvery: -1, CheckpointEveryN: -1})
+			if err != nil {
+				s.Close()
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger checkpoint: %w", err)}
+			}
+			cp, err := l.Checkpoint(ctx)
+			if cerr := l.Close(ctx); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger checkpoint: %w", err)}
+			}
+			_, err = stdout.Write(cp.Note)
+			return err
+		},
+	}
+	c.Flags().StringVar(&state, "state", "", "the ledger: a SQLite file or a postgres:// URL")
+	c.Flags().StringVar(&key, "key", "", "signer key file (NAME.skey)")
+	ledgerUsageErrors(c)
+	return c
+}

@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
@@ -266,7 +268,7 @@ func errorFrame(id jsonrpc.ID, code int, message string, data []byte) []byte {
 	b = append(b, `,"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"message":`...)
-	b = strconv.AppendQuote(b, message)
+	b = appendJSONString(b, message)
 	if len(data) > 0 {
 		b = append(b, `,"data":`...)
 		b = append(b, data...)
@@ -299,6 +301,15 @@ type frameRejected struct {
 	Code      int     `json:"code,omitempty"`
 	Bytes     int     `json:"bytes"`
 	RPCID     rawJSON `json:"rpc_id,omitempty"`
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259 §7): control
+// characters escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	// Only invalid UTF-8 makes AppendQuote report an error, and it has
+	// then still written the string with U+FFFD in its place.
+	out, _ := jsontext.AppendQuote(b, s)
+	return out
 }
 
 // rawJSON is a json.RawMessage that marshals as itself.

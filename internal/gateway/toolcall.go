@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
@@ -291,7 +290,7 @@ func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string, meta [
 		b := []byte(`{"jsonrpc":"2.0","id":`)
 		b = append(b, id.Raw()...)
 		b = append(b, `,"result":{"content":[{"type":"text","text":`...)
-		b = strconv.AppendQuote(b, msg)
+		b = appendJSONString(b, msg)
 		b = append(b, `}],"isError":true`...)
 		if s.Revision().Stateless() {
 			b = append(b, `,"resultType":"complete"`...)

@@ -45,6 +45,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.AddCommand(newWrapCmd(stdin, stdout, stderr))
 	root.AddCommand(newVerifyCmd(stdout, stderr))
+	root.AddCommand(newLedgerCmd(stdout, stderr))
+	root.AddCommand(newKeysCmd(stdout, stderr))
 	err := root.Execute()
 	if err == nil {
 		return 0

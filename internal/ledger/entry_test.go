@@ -226,3 +226,50 @@ func FuzzParseLeaf(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{`0`, true}, {`-0`, false}, {`1.0`, false}, {`1E2`, false}, {`100`, true},
+		{`1e+21`, true}, {`1e21`, false}, {`1e-7`, true}, {`1e-07`, false}, {`0.000001`, true}, {`1e-6`, false},
+		{`123456789012345680000`, true}, {`12345678901234567890`, false}, {`9007199254740993`, false},
+		{`1e400`, false}, {`00`, false}, {`.5`, false}, {`0.5`, true}, {`-`, false},
+		{`"\u001f"`, true}, {`"\u001F"`, false}, {`"\u0008"`, false}, {`"\b"`, true}, {`"\/"`, false}, {`"\u0041"`, false},
+		{`"` + "\x7f" + `"`, true}, {`"` + "\x01" + `"`, false}, {"\"\xff\"", false},
+		{`{"a":1,"b":2}`, true}, {`{"b":1,"a":2}`, false}, {`{"a":1,"a":2}`, false},
+		{`{"😀":2,"ﬀ":1}`, true}, {`{"ﬀ":1,"😀":2}`, false},
+		{`{"a":1,"ab":2}`, true}, {`{"\u0000":0,"a":1}`, true},
+		{`[1,2]`, true}, {`[1, 2]`, false}, {` 1`, false}, {`1 `, false}, {`[]`, true}, {`{}`, true},
+		{`true`, true}, {`nul`, false}, {`[`, false}, {`{"a":}`, false}, {``, false},
+	} {
+		err := checkCanonical([]byte(tc.in))
+		if (err == nil) != tc.ok {
+			t.Errorf("checkCanonical(%s) = %v, want ok=%v", tc.in, err, tc.ok)
+		}
+		if tc.ok != jcsFixedPoint([]byte(tc.in)) {
+			t.Errorf("%s: the table disagrees with jsontext", tc.in)
+		}
+	}
+}
+
+// jcsFixedPoint reports whether jsontext's RFC 8785 canonicalization leaves
+// b unchanged.
+func jcsFixedPoint(b []byte) bool {
+	v := jsontext.Value(bytes.Clone(b))
+	return v.Canonicalize() == nil && bytes.Equal(v, b)
+}
+
+// The fast checker agrees with jsontext's canonicalizer on every input.
+func FuzzCheckCanonical(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x",null,true,{"b":-1.5e-7}]}`, `"\u001f"`, `1e+21`, `{"😀":2,"ﬀ":1}`, `[0.1,100,1e-7]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := checkCanonical(b) == nil
+		if want := jcsFixedPoint(b); got != want {
+			t.Fatalf("checkCanonical(%q) ok=%v, jsontext fixed point=%v", b, got, want)
+		}
+	})
+}

@@ -205,13 +205,14 @@ func (t *memTx) Append(ctx context.Context, start int64, leaves [][]byte, hashSt
 
 func (t *memTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
 	t.s.mu.RLock()
-	all := append(slices.Clone(t.s.cps), t.cps...)
-	t.s.mu.RUnlock()
+	defer t.s.mu.RUnlock()
 	var best StoredCheckpoint
 	ok := false
-	for _, c := range all {
-		if !ok || c.Size >= best.Size {
-			best, ok = c, true
+	for _, cs := range [][]StoredCheckpoint{t.s.cps, t.cps} {
+		for _, c := range cs {
+			if !ok || c.Size >= best.Size {
+				best, ok = c, true
+			}
 		}
 	}
 	return best, ok, nil

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"math/bits"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -22,18 +23,16 @@ func frontier(n int64) []int64 {
 	return idx
 }
 
-// pruneToFrontier deletes from m every hash not in frontier(n) and returns m.
+// pruneToFrontier returns a map holding only the hashes of m that are in
+// frontier(n).
 func pruneToFrontier(m map[int64]tlog.Hash, n int64) map[int64]tlog.Hash {
-	keep := make(map[int64]bool, 64)
+	out := make(map[int64]tlog.Hash, bits.OnesCount64(uint64(n)))
 	for _, x := range frontier(n) {
-		keep[x] = true
-	}
-	for k := range m {
-		if !keep[k] {
-			delete(m, k)
+		if h, ok := m[x]; ok {
+			out[x] = h
 		}
 	}
-	return m
+	return out
 }
 
 // mapHashReader serves hashes from m and falls back to tx for the others.

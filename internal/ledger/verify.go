@@ -114,7 +114,7 @@ func Verify(ctx context.Context, s Store, opts VerifyOptions) (*Report, error) {
 		if err := v.chunk(ctx, s, lo, hi); err != nil {
 			return nil, err
 		}
-		pruneToFrontier(v.hashes, v.next)
+		v.hashes = pruneToFrontier(v.hashes, v.next)
 		if opts.Progress != nil {
 			opts.Progress(v.next, size)
 		}

@@ -61,7 +61,9 @@ var pgSchemas atomic.Int64
 
 // postgresBackend gives each subtest a fresh schema in the test database,
 // dropped at cleanup, and handles whose search_path is that schema.
-func postgresBackend(t *testing.T) func() ledger.Store {
+func postgresBackend(t *testing.T) func() ledger.Store { return postgresBackendTB(t) }
+
+func postgresBackendTB(t testing.TB) func() ledger.Store {
 	dsn := postgresDSN(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -441,7 +442,9 @@ func (s *slowStore) Update(ctx context.Context, f func(context.Context, ledger.T
 }
 
 // appendConcurrently runs workers×each appends on l and returns them.
-func appendConcurrently(t *testing.T, l *ledger.Ledger, workers, each int, tag string) []ledger.Entry {
+// With pause, each worker waits up to that long between its appends
+// (bursty load rather than a saturated writer).
+func appendConcurrently(t *testing.T, l *ledger.Ledger, workers, each int, tag string, pause time.Duration) []ledger.Entry {
 	t.Helper()
 	var mu sync.Mutex
 	var out []ledger.Entry
@@ -460,6 +463,9 @@ func appendConcurrently(t *testing.T, l *ledger.Ledger, workers, each int, tag s
 				mu.Lock()
 				out = append(out, e)
 				mu.Unlock()
+				if pause > 0 {
+					time.Sleep(time.Duration(mrand.Int64N(int64(pause))))
+				}
 			}
 		}()
 	}
@@ -489,7 +495,7 @@ func testGroupCommit(t *testing.T, open func() ledger.Store, _ *keys) {
 	s := &slowStore{Store: open()}
 	l := openLedger(t, s, ledger.Options{LedgerID: "group"})
 	s.updates.Store(0) // Init's own transaction, if any, does not count
-	entries := appendConcurrently(t, l, 16, 25, "gc")
+	entries := appendConcurrently(t, l, 16, 25, "gc", 0)
 	checkDistinct(t, entries, 400)
 	if u := s.updates.Load(); u > 200 {
 		t.Fatalf("%d transactions for 400 concurrent appends: no group commit", u)
@@ -506,8 +512,10 @@ func testReplicas(t *testing.T, open func() ledger.Store, k *keys) {
 	var wg sync.WaitGroup
 	var ea, eb []ledger.Entry
 	wg.Add(2)
-	go func() { defer wg.Done(); ea = appendConcurrently(t, a, 8, 25, "ra") }()
-	go func() { defer wg.Done(); eb = appendConcurrently(t, b, 8, 25, "rb") }()
+	// Bursty load: a backend's lock need not be fair (SQLite's is not), and
+	// a saturated writer could starve the other replica until it is done.
+	go func() { defer wg.Done(); ea = appendConcurrently(t, a, 8, 25, "ra", 2*time.Millisecond) }()
+	go func() { defer wg.Done(); eb = appendConcurrently(t, b, 8, 25, "rb", 2*time.Millisecond) }()
 	wg.Wait()
 	if t.Failed() {
 		return

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -279,13 +280,6 @@ type ledgerShowFlags struct {
 	asJSON               bool
 }
 
-// ledgerRow is what show needs of one entry.
-type ledgerRow struct {
-	entry  ledger.Entry
-	leaf   []byte
-	fields ledgerPayloadFields
-}
-
 // ledgerPayloadFields are the payload members show filters and links on.
 type ledgerPayloadFields struct {
 	ToolName          string
@@ -297,37 +291,56 @@ type ledgerPayloadFields struct {
 	AuditEventID      string
 }
 
-// ledgerFields extracts the string members of a payload object; anything
-// else (not an object, not strings) leaves them empty.
+// ledgerFields reads the top-level string members show uses from a
+// payload object in one pass; anything else (not an object, members of
+// other types) leaves them empty.
 func ledgerFields(payload []byte) ledgerPayloadFields {
-	var m map[string]jsontext.Value
-	if err := jsonv2.Unmarshal(payload, &m); err != nil {
-		return ledgerPayloadFields{}
+	var f ledgerPayloadFields
+	d := jsontext.NewDecoder(bytes.NewReader(payload))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return f
 	}
-	str := func(k string) string {
-		v, ok := m[k]
-		if !ok || v.Kind() != '"' {
-			return ""
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return f
 		}
-		var s string
-		jsonv2.Unmarshal(v, &s)
-		return s
+		var dst *string
+		switch name.String() {
+		case "tool_name":
+			dst = &f.ToolName
+		case "server_id":
+			dst = &f.ServerID
+		case "action":
+			dst = &f.Action
+		case "receipt_id":
+			dst = &f.ReceiptID
+		case "server_receipt_id":
+			dst = &f.ServerReceiptID
+		case "gateway_decision_id":
+			dst = &f.GatewayDecisionID
+		case "audit_event_id":
+			dst = &f.AuditEventID
+		}
+		if dst != nil && d.PeekKind() == '"' {
+			v, err := d.ReadToken()
+			if err != nil {
+				return f
+			}
+			*dst = v.String()
+			continue
+		}
+		if err := d.SkipValue(); err != nil {
+			return f
+		}
 	}
-	return ledgerPayloadFields{
-		ToolName:          str("tool_name"),
-		ServerID:          str("server_id"),
-		Action:            str("action"),
-		ReceiptID:         str("receipt_id"),
-		ServerReceiptID:   str("server_receipt_id"),
-		GatewayDecisionID: str("gateway_decision_id"),
-		AuditEventID:      str("audit_event_id"),
-	}
+	return f
 }
 
-// links are the ids an entry is known by or points to.
-func (r *ledgerRow) links() []string {
+// ledgerLinks returns the ids an entry is known by or points to.
+func ledgerLinks(e *ledger.Entry, f *ledgerPayloadFields) []string {
 	var out []string
-	for _, s := range []string{r.entry.RecordID, r.fields.ReceiptID, r.fields.ServerReceiptID, r.fields.GatewayDecisionID, r.fields.AuditEventID} {
+	for _, s := range []string{e.RecordID, f.ReceiptID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID} {
 		if s != "" {
 			out = append(out, s)
 		}
@@ -398,61 +411,88 @@ func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 	if err != nil {
 		return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
 	}
-	match := func(r *ledgerRow) bool {
-		e := &r.entry
+	match := func(e *ledger.Entry, pf *ledgerPayloadFields) bool {
 		switch {
 		case f.kind != "" && e.Kind != f.kind,
 			f.record != "" && e.RecordID != f.record,
-			f.tool != "" && r.fields.ToolName != f.tool,
-			f.server != "" && r.fields.ServerID != f.server,
-			f.action != "" && r.fields.Action != f.action,
+			f.tool != "" && pf.ToolName != f.tool,
+			f.server != "" && pf.ServerID != f.server,
+			f.action != "" && pf.Action != f.action,
 			!since.IsZero() && e.Time.Before(since),
 			!until.IsZero() && e.Time.After(until):
 			return false
 		}
 		return true
 	}
-	var rows []ledgerRow
+	// scan calls fn for every entry that parses and counts those that do
+	// not.
 	bad := 0
-	err = s.Leaves(ctx, 0, size, func(seq int64, leaf []byte) error {
-		e, err := ledger.ParseLeaf(leaf)
-		if err != nil {
-			bad++
+	scan := func(fn func(seq int64, leaf []byte, e *ledger.Entry, pf *ledgerPayloadFields)) error {
+		bad = 0
+		return s.Leaves(ctx, 0, size, func(seq int64, leaf []byte) error {
+			e, err := ledger.ParseLeaf(leaf)
+			if err != nil {
+				bad++
+				return nil
+			}
+			pf := ledgerFields(e.Payload)
+			fn(seq, leaf, &e, &pf)
 			return nil
-		}
-		r := ledgerRow{entry: e, fields: ledgerFields(e.Payload)}
-		if f.lineage == "" && !match(&r) {
-			return nil
-		}
-		r.leaf = append([]byte(nil), leaf...)
-		rows = append(rows, r)
-		return nil
-	})
-	if err != nil {
-		return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
+		})
 	}
+	var marked map[int64]bool
 	if f.lineage != "" {
-		rows = ledgerLineage(rows, f.lineage)
-		kept := rows[:0]
-		for i := range rows {
-			if match(&rows[i]) {
-				kept = append(kept, rows[i])
+		// Passes over the ledger until no new entry links to the ids
+		// found so far: memory stays proportional to the lineage, not to
+		// the ledger. Lineages are short, so this takes two or three
+		// passes.
+		ids := map[string]bool{f.lineage: true}
+		marked = map[int64]bool{}
+		for grew := true; grew; {
+			grew = false
+			err := scan(func(seq int64, _ []byte, e *ledger.Entry, pf *ledgerPayloadFields) {
+				if marked[seq] {
+					return
+				}
+				links := ledgerLinks(e, pf)
+				for _, l := range links {
+					if ids[l] {
+						marked[seq], grew = true, true
+						for _, l := range links {
+							ids[l] = true
+						}
+						return
+					}
+				}
+			})
+			if err != nil {
+				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
 			}
 		}
-		rows = kept
 	}
-	if f.asJSON {
-		for _, r := range rows {
-			fmt.Fprintf(stdout, "%s\n", r.leaf)
+	// Stream the output: nothing is accumulated, whatever the ledger size.
+	w := bufio.NewWriter(stdout)
+	const row = "%7s  %-27s  %-16s  %-20s  %-24s  %-10s  %s\n"
+	if !f.asJSON {
+		fmt.Fprintf(w, row, "SEQ", "TIME", "KIND", "SERVER", "TOOL", "ACTION", "RECORD")
+	}
+	err = scan(func(seq int64, leaf []byte, e *ledger.Entry, pf *ledgerPayloadFields) {
+		if marked != nil && !marked[seq] || !match(e, pf) {
+			return
 		}
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tRECORD\tSERVER\tTOOL\tACTION")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.entry.Seq, r.entry.Time.Format("2006-01-02T15:04:05.000000Z"),
-				r.entry.Kind, r.entry.RecordID, ledgerDash(r.fields.ServerID), ledgerDash(r.fields.ToolName), ledgerDash(r.fields.Action))
+		if f.asJSON {
+			w.Write(leaf)
+			w.WriteByte('\n')
+			return
 		}
-		tw.Flush()
+		fmt.Fprintf(w, row, strconv.FormatInt(seq, 10), e.Time.Format("2006-01-02T15:04:05.000000Z"),
+			e.Kind, ledgerDash(pf.ServerID), ledgerDash(pf.ToolName), ledgerDash(pf.Action), e.RecordID)
+	})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
 	}
 	if bad > 0 {
 		return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger show: %d entries do not parse; run \"gatehouse ledger verify\"", bad)}
@@ -465,43 +505,6 @@ func ledgerDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// ledgerLineage returns the rows linked to id, directly or through other
-// rows, in seq order.
-func ledgerLineage(rows []ledgerRow, id string) []ledgerRow {
-	ids := map[string]bool{id: true}
-	in := make([]bool, len(rows))
-	for changed := true; changed; {
-		changed = false
-		for i := range rows {
-			if in[i] {
-				continue
-			}
-			links := rows[i].links()
-			hit := false
-			for _, l := range links {
-				if ids[l] {
-					hit = true
-					break
-				}
-			}
-			if !hit {
-				continue
-			}
-			in[i], changed = true, true
-			for _, l := range links {
-				ids[l] = true
-			}
-		}
-	}
-	var out []ledgerRow
-	for i := range rows {
-		if in[i] {
-			out = append(out, rows[i])
-		}
-	}
-	return out
 }
 
 // ledgerCheckpointSize parses --checkpoint: "latest" (0) or a tree size.

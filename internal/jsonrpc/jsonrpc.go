@@ -33,6 +33,8 @@ const (
 	KindBatch
 )
 
+// String returns the kind's name: "request", "notification", "response",
+// "batch" or "invalid".
 func (k Kind) String() string {
 	switch k {
 	case KindRequest:
@@ -166,6 +168,7 @@ type Error struct {
 	ID ID
 }
 
+// Error returns the reason the frame is invalid.
 func (e *Error) Error() string { return e.Message }
 
 // ErrInvalid is matched by errors.Is for every *Error.

@@ -47,6 +47,7 @@ type FrameTooLargeError struct {
 // FrameTooLargeError.Prefix.
 const PrefixBytes = 4096
 
+// Error returns the discarded size and the limit, in bytes.
 func (e *FrameTooLargeError) Error() string {
 	return fmt.Sprintf("frame of %d bytes exceeds the limit of %d bytes", e.Size, e.Limit)
 }

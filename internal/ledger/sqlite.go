@@ -45,7 +45,9 @@ const sqliteBusyTimeout = 10000
 // crash or power loss, which can drop the last transactions; because Append
 // acknowledges only durable entries, FULL is used, and group commit pays its
 // one fsync per batch rather than per entry. Writers in several processes
-// are serialized by BEGIN IMMEDIATE and wait up to 10 s for the lock.
+// are serialized by BEGIN IMMEDIATE (waiting up to 10 s for the lock), and
+// take turns through a blocking flock(2) on path+"-lock" taken first: SQLite
+// acquires its lock by polling, which lets a busy writer starve the others.
 //
 // Read-only: the file must exist and is opened with mode=ro; nothing is
 // created or written.
@@ -72,8 +74,12 @@ func OpenSQLite(ctx context.Context, path string, readOnly bool) (Store, error) 
 	if err := createPrivate(abs); err != nil {
 		return nil, err
 	}
+	if s.wlock, err = openWriterLock(abs + "-lock"); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
 	s.rw, err = sql.Open("sqlite", sqliteDSN(abs, "_journal_mode=WAL", "_synchronous=FULL", "_txlock=immediate"))
 	if err != nil {
+		s.wlock.close()
 		return nil, fmt.Errorf("ledger: opening %s: %w", abs, err)
 	}
 	// One connection writes; the writer goroutine is the only user.
@@ -81,6 +87,7 @@ func OpenSQLite(ctx context.Context, path string, readOnly bool) (Store, error) 
 	s.ro, err = sql.Open("sqlite", sqliteDSN(abs, "_synchronous=FULL", "_query_only=1", "_txlock=deferred"))
 	if err != nil {
 		s.rw.Close()
+		s.wlock.close()
 		return nil, fmt.Errorf("ledger: opening %s: %w", abs, err)
 	}
 	s.ro.SetMaxOpenConns(4)
@@ -110,8 +117,9 @@ func createPrivate(path string) error {
 type sqliteStore struct {
 	path     string
 	readOnly bool
-	rw       *sql.DB // nil when read-only
-	ro       *sql.DB
+	rw       *sql.DB     // nil when read-only
+	ro       *sql.DB     //
+	wlock    *writerLock // path-lock, held around write transactions; nil when read-only
 }
 
 func (s *sqliteStore) Init(ctx context.Context, proposed string) (string, error) {
@@ -149,6 +157,10 @@ func (s *sqliteStore) Update(ctx context.Context, f func(context.Context, Tx) er
 	if s.readOnly {
 		return fmt.Errorf("%s: store is read-only", s.path)
 	}
+	if err := s.wlock.lock(); err != nil {
+		return fmt.Errorf("locking %s-lock: %w", s.path, err)
+	}
+	defer s.wlock.unlock()
 	tx, err := s.rw.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return err
@@ -273,7 +285,7 @@ func sqliteCheckpoints(ctx context.Context, q queryer, query string) ([]StoredCh
 func (s *sqliteStore) Close() error {
 	var err error
 	if s.rw != nil {
-		err = s.rw.Close()
+		err = errors.Join(s.rw.Close(), s.wlock.close())
 	}
 	return errors.Join(err, s.ro.Close())
 }

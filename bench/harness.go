@@ -145,6 +145,16 @@ type Variant struct {
 	// Log writes the decision log (--decision-log, --event-source) to a
 	// temporary file.
 	Log bool
+	// NoLedger passes --no-ledger: no evidence in the audit ledger. Without
+	// it the gateway keeps its default ledger (SQLite), which the harness
+	// always puts in the process's own temporary XDG_STATE_HOME so that a
+	// run never touches the user's ledger and processes do not share one.
+	NoLedger bool
+	// Div, when > 1, divides the number of calls the latency, throughput
+	// and memory measurements make on this variant (each interleaved batch
+	// and round shrinks by the same factor), for variants too slow to run
+	// the full counts in a few minutes.
+	Div int
 	// MaxFrameBytes sets --max-frame-bytes when > 0.
 	MaxFrameBytes int
 	// Exe, when set, is run instead of the gatehouse binary (with the same
@@ -160,17 +170,29 @@ type Variant struct {
 }
 
 // The standard variants. Gateway is the configuration the targets are about:
-// the readonly policy and the decision log both on.
+// the command line of the brief (readonly policy, decision log), with
+// today's defaults, which include the audit ledger; GatewayNoLedger is the
+// same without the ledger. The other gateway variants switch features off
+// from GatewayNoLedger one at a time.
 var (
-	Direct         = Variant{Name: "direct"}
-	Gateway        = Variant{Name: "gateway", Gateway: true, Policy: true, Log: true}
-	GatewayNoLog   = Variant{Name: "gw-nolog", Gateway: true, Policy: true}
-	GatewayDefault = Variant{Name: "gw-defpol", Gateway: true, Log: true}
-	GatewayBare    = Variant{Name: "gw-defpol-nolog", Gateway: true}
+	Direct          = Variant{Name: "direct"}
+	Gateway         = Variant{Name: "gateway", Gateway: true, Policy: true, Log: true, Div: 50}
+	GatewayNoLedger = Variant{Name: "gw-noledger", Gateway: true, Policy: true, Log: true, NoLedger: true}
+	GatewayNoLog    = Variant{Name: "gw-nolog", Gateway: true, Policy: true, NoLedger: true}
+	GatewayDefault  = Variant{Name: "gw-defpol", Gateway: true, Log: true, NoLedger: true}
+	GatewayBare     = Variant{Name: "gw-bare", Gateway: true, NoLedger: true}
 )
 
 // Features are the variants of the features on/off comparison, direct first.
-var Features = []Variant{Direct, Gateway, GatewayNoLog, GatewayDefault, GatewayBare}
+var Features = []Variant{Direct, Gateway, GatewayNoLedger, GatewayNoLog, GatewayDefault, GatewayBare}
+
+// scaled returns n divided by the variant's Div, at least 1.
+func (v Variant) scaled(n int) int {
+	if v.Div > 1 {
+		n /= v.Div
+	}
+	return max(1, n)
+}
 
 // Describe says in words what the variant runs.
 func (v Variant) Describe() string {
@@ -192,7 +214,11 @@ func (v Variant) Describe() string {
 	if v.Log {
 		log = "decision log on"
 	}
-	return "client <-> " + exe + " (" + pol + ", " + log + ") <-> fakeserver"
+	led := "ledger on"
+	if v.NoLedger {
+		led = "ledger off"
+	}
+	return "client <-> " + exe + " (" + pol + ", " + log + ", " + led + ") <-> fakeserver"
 }
 
 // Proc is one started variant: the process the client talks to, and a
@@ -209,7 +235,8 @@ type Proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *capBuffer
-	dir    string
+	dir    string   // the gateway's temporary state: decision log, ledger
+	env    []string // added to the environment
 }
 
 // Start starts the variant and performs the MCP handshake (initialize,
@@ -230,14 +257,18 @@ func Start(v Variant) (*Proc, error) {
 			exe = v.Exe
 		}
 		argv = []string{exe, "wrap"}
+		if v.NoLedger {
+			argv = append(argv, "--no-ledger")
+		}
 		if v.Policy {
 			argv = append(argv, "--policy", filepath.Join(bins.Root, PolicyFile), "--role", Role)
 		}
+		p.dir, err = os.MkdirTemp("", "gatehouse-bench-state-")
+		if err != nil {
+			return nil, err
+		}
+		p.env = append(p.env, "XDG_STATE_HOME="+p.dir)
 		if v.Log {
-			p.dir, err = os.MkdirTemp("", "gatehouse-bench-log-")
-			if err != nil {
-				return nil, err
-			}
 			p.LogPath = filepath.Join(p.dir, "decisions.jsonl")
 			argv = append(argv, "--decision-log", p.LogPath, "--event-source", "gatehouse://bench/"+v.Name)
 		}
@@ -249,8 +280,9 @@ func Start(v Variant) (*Proc, error) {
 	}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Stderr = p.stderr
-	if len(v.Env) > 0 {
-		p.cmd.Env = append(os.Environ(), v.Env...)
+	p.env = append(p.env, v.Env...)
+	if len(p.env) > 0 {
+		p.cmd.Env = append(os.Environ(), p.env...)
 	}
 	p.stdin, err = p.cmd.StdinPipe()
 	if err != nil {

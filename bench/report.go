@@ -138,9 +138,7 @@ func (l *LongResult) LongTrend() (slope float64, firstQ, lastQ, peak int64) {
 // Markdown tables.
 func (r *Results) Print(w io.Writer) {
 	direct := r.findLat(Direct.Name)
-	gw := r.findLat(Gateway.Name)
 	tDirect := r.findThr(Direct.Name)
-	tGw := r.findThr(Gateway.Name)
 
 	fmt.Fprintf(w, "\n# gatehouse wrap benchmark\n\n")
 	fmt.Fprintf(w, "machine: %s\n", Machine())
@@ -157,9 +155,9 @@ func (r *Results) Print(w io.Writer) {
 		fmt.Fprintf(w, "BenchmarkWrap/inflight=%d/%s \t%8d\t%10.0f ns/op\t%10.0f calls/s\t%10.0f cpu-ns/op\n",
 			r.Config.Window, t.Variant.Name, t.Calls, 1e9/t.Median, t.Median, float64(t.CPU.CPU)/float64(max(1, t.Calls)))
 	}
-	if r.Long.Calls > 0 {
-		fmt.Fprintf(w, "BenchmarkWrap/calls=%d/%s \t%8d\t%10.0f ns/op\t%10d peak-rss-B\n",
-			r.Long.Calls, Gateway.Name, r.Long.Calls, float64(r.Long.Elapsed)/float64(r.Long.Calls), r.Long.HWM)
+	for _, l := range r.Long {
+		fmt.Fprintf(w, "BenchmarkWrap/calls=%d/%s \t%8d\t%10.0f ns/op\t%10d peak-rss-B\t%10.0f cpu-ns/op\n",
+			l.Calls, l.Variant.Name, l.Calls, float64(l.Elapsed)/float64(l.Calls), l.HWM, float64(l.CPU.CPU)/float64(l.Calls))
 	}
 	for _, f := range r.Frames {
 		fmt.Fprintf(w, "BenchmarkWrap/frame=%d/%s \t%8d\t%10.0f ns/op\t%10d peak-rss-B\n",
@@ -168,23 +166,42 @@ func (r *Results) Print(w io.Writer) {
 	fmt.Fprintf(w, "```\n\n")
 
 	// Targets.
-	fmt.Fprintf(w, "## Targets (gateway = readonly-agent policy, role readonly_agent, decision log on)\n\n")
-	fmt.Fprintf(w, "| measure | result | target | verdict |\n|---|---|---|---|\n")
-	if direct != nil && gw != nil {
-		a50, a99 := gw.Dist.P50-direct.Dist.P50, gw.Dist.P99-direct.Dist.P99
-		fmt.Fprintf(w, "| added latency p50, 1 in flight | %s µs | <= %s µs | %s |\n", us(a50), us(TargetAddedP50), verdict(a50 <= TargetAddedP50))
-		fmt.Fprintf(w, "| added latency p99, 1 in flight | %s µs | <= %s µs | %s |\n", us(a99), us(TargetAddedP99), verdict(a99 <= TargetAddedP99))
+	fmt.Fprintf(w, "## Targets\n\n")
+	fmt.Fprintf(w, "gateway: `gatehouse wrap --policy readonly-agent.yaml --role readonly_agent --decision-log F --event-source U` with today's defaults (audit ledger on); gw-noledger: the same with `--no-ledger`.\n\n")
+	fmt.Fprintf(w, "| measure | variant | result | target | verdict |\n|---|---|---|---|---|\n")
+	for _, name := range []string{Gateway.Name, GatewayNoLedger.Name} {
+		gw := r.findLat(name)
+		if direct == nil || gw == nil {
+			continue
+		}
+		a50 := gw.Dist.P50 - direct.Dist.P50
+		fmt.Fprintf(w, "| added latency p50, 1 in flight | %s | %s µs | <= %s µs | %s |\n", name, us(a50), us(TargetAddedP50), verdict(a50 <= TargetAddedP50))
 	}
-	if tDirect != nil && tGw != nil {
+	for _, name := range []string{Gateway.Name, GatewayNoLedger.Name} {
+		gw := r.findLat(name)
+		if direct == nil || gw == nil {
+			continue
+		}
+		a99 := gw.Dist.P99 - direct.Dist.P99
+		fmt.Fprintf(w, "| added latency p99, 1 in flight | %s | %s µs | <= %s µs | %s |\n", name, us(a99), us(TargetAddedP99), verdict(a99 <= TargetAddedP99))
+	}
+	for _, name := range []string{Gateway.Name, GatewayNoLedger.Name} {
+		tGw := r.findThr(name)
+		if tDirect == nil || tGw == nil {
+			continue
+		}
 		rs := ratios(tGw, tDirect)
 		ratio := Median(append([]float64(nil), rs...))
-		fmt.Fprintf(w, "| throughput gateway/direct, %d in flight | %.0f%% (rounds %s) | >= %.0f%% | %s |\n",
-			r.Config.Window, 100*ratio, spread(scale(rs, 100), "%.0f%%"), 100*TargetRatio, verdict(ratio >= TargetRatio))
+		fmt.Fprintf(w, "| throughput vs direct, %d in flight | %s | %.1f%% (rounds %s) | >= %.0f%% | %s |\n",
+			r.Config.Window, name, 100*ratio, spread(scale(rs, 100), "%.1f%%"), 100*TargetRatio, verdict(ratio >= TargetRatio))
 	}
-	if r.Long.Calls > 0 {
-		slope, _, _, _ := r.Long.LongTrend()
-		fmt.Fprintf(w, "| gatehouse peak RSS (VmHWM), %d calls | %s MiB | <= %s MiB | %s |\n", r.Long.Calls, mib(r.Long.HWM), mib(TargetLongHWM), verdict(r.Long.HWM <= TargetLongHWM))
-		fmt.Fprintf(w, "| VmRSS trend after warm-up | %+.2f MiB per 100k calls | no upward trend | %s |\n", slope/(1<<20), verdict(slope*float64(r.Long.Calls)/100_000 < 2<<20))
+	for _, l := range r.Long {
+		fmt.Fprintf(w, "| peak RSS (VmHWM) over %d calls | %s | %s MiB | <= %s MiB | %s |\n", l.Calls, l.Variant.Name, mib(l.HWM), mib(TargetLongHWM), verdict(l.HWM <= TargetLongHWM))
+	}
+	for _, l := range r.Long {
+		slope, _, _, _ := l.LongTrend()
+		growth := slope * 0.9 * float64(l.Calls) / 100_000 // fitted, over the calls after warm-up
+		fmt.Fprintf(w, "| VmRSS trend after the first 10%% of %d calls (fitted growth) | %s | %+.2f MiB | no upward trend (< 2 MiB) | %s |\n", l.Calls, l.Variant.Name, growth/(1<<20), verdict(growth < 2<<20))
 	}
 	for _, f := range r.Frames {
 		if !f.Variant.Gateway {
@@ -192,13 +209,13 @@ func (r *Results) Print(w io.Writer) {
 		}
 		peak := f.HWMAfter[len(f.HWMAfter)-1]
 		x := float64(peak) / float64(f.ReqBytes)
-		fmt.Fprintf(w, "| gatehouse peak RSS, %s MiB frame | %s MiB = %.2fx frame | <= %.0fx frame | %s |\n",
-			mib(int64(f.ReqBytes)), mib(peak), x, TargetFrameRatio, verdict(x <= TargetFrameRatio))
+		fmt.Fprintf(w, "| peak RSS, one %s MiB frame | %s | %s MiB = %.2fx frame | <= %.0fx frame | %s |\n",
+			mib(int64(f.ReqBytes)), f.Variant.Name, mib(peak), x, TargetFrameRatio, verdict(x <= TargetFrameRatio))
 	}
 
 	// Latency.
-	fmt.Fprintf(w, "\n## One call in flight (%d calls per variant, interleaved batches of %d)\n\n", r.Config.LatencyCalls, r.Config.Batch)
-	fmt.Fprintf(w, "| variant | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | added p50 µs | added p99 µs | added p50 per batch, IQR µs | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## One call in flight (%d calls per variant, interleaved batches of %d; slow variants 1/Div of both)\n\n", r.Config.LatencyCalls, r.Config.Batch)
+	fmt.Fprintf(w, "| variant | calls | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | added p50 µs | added p99 µs | added p50 per batch, IQR µs | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Latency {
 		add50, add99, iqr := "-", "-", "-"
 		if direct != nil && l.Variant.Gateway {
@@ -206,20 +223,20 @@ func (r *Results) Print(w io.Writer) {
 			lo, hi := quartiles(addedRounds(&l, direct))
 			iqr = fmt.Sprintf("%.1f .. %.1f", lo, hi)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Variant.Name,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Variant.Name, l.Dist.N,
 			us(l.Dist.P50), us(l.Dist.P90), us(l.Dist.P99), us(l.Dist.P999), us(l.Dist.Mean), add50, add99, iqr,
 			perCall(l.CPU.CPU, l.Dist.N), perCall(l.CPU.RunQueue, l.Dist.N))
 	}
 
 	// Throughput.
-	fmt.Fprintf(w, "\n## %d calls in flight (%d rounds of %d calls per variant, order rotated)\n\n", r.Config.Window, r.Config.ThroughputRounds, r.Config.ThroughputCalls)
-	fmt.Fprintf(w, "| variant | calls/s (median) | rounds calls/s | vs direct (median of rounds) | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## %d calls in flight (%d rounds of %d calls per variant, order rotated; slow variants 1/Div)\n\n", r.Config.Window, r.Config.ThroughputRounds, r.Config.ThroughputCalls)
+	fmt.Fprintf(w, "| variant | calls | calls/s (median) | rounds calls/s | vs direct (median of rounds) | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|---|\n")
 	for _, t := range r.Throughput {
 		rel := "-"
 		if tDirect != nil && t.Variant.Gateway {
 			rel = fmt.Sprintf("%.0f%%", 100*Median(ratios(&t, tDirect)))
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s |\n", t.Variant.Name, t.Median, spread(t.Rates, "%.0f"), rel,
+		fmt.Fprintf(w, "| %s | %d | %.0f | %s | %s | %s | %s |\n", t.Variant.Name, t.Calls, t.Median, spread(t.Rates, "%.0f"), rel,
 			perCall(t.CPU.CPU, t.Calls), perCall(t.CPU.RunQueue, t.Calls))
 	}
 
@@ -242,11 +259,11 @@ func (r *Results) Print(w io.Writer) {
 		}
 	}
 
-	// Memory run.
-	if r.Long.Calls > 0 {
-		l := &r.Long
+	// Memory runs.
+	for i := range r.Long {
+		l := &r.Long[i]
 		slope, fq, lq, peak := l.LongTrend()
-		fmt.Fprintf(w, "\n## Memory over %d calls through the gateway (%d in flight)\n\n", l.Calls, r.Config.Window)
+		fmt.Fprintf(w, "\n## Memory over %d calls through %s (%d in flight)\n\n", l.Calls, l.Variant.Name, r.Config.Window)
 		fmt.Fprintf(w, "%.0f calls/s over %s, gatehouse CPU %s µs per call; decision log grew to %s MiB. VmRSS after the handshake %s MiB; ", float64(l.Calls)/l.Elapsed.Seconds(), l.Elapsed.Round(time.Second), perCall(l.CPU.CPU, l.Calls), mib(l.LogBytes), mib(l.Start.RSS))
 		fmt.Fprintf(w, "peak sampled VmRSS %s MiB; VmHWM %s MiB. After the first 10%% of calls: mean VmRSS of the first quarter of samples %s MiB, of the last quarter %s MiB, slope %+.3f MiB per 100k calls (%d samples every %s).\n\n",
 			mib(peak), mib(l.HWM), mib(fq), mib(lq), slope/(1<<20), len(l.Samples), r.Config.SampleEvery)

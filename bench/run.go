@@ -18,9 +18,14 @@ type Config struct {
 	// (default 5) alternate the variants; Window calls are kept in flight
 	// (default 64).
 	ThroughputCalls, ThroughputRounds, Window int
-	// LongCalls is the length of the memory run through the gateway
-	// (default: env GATEHOUSE_BENCH_CALLS, else 1,000,000).
-	LongCalls int
+	// LongCalls is the length of the memory run through each of
+	// LongVariants (default Gateway and GatewayNoLedger; calls: env
+	// GATEHOUSE_BENCH_CALLS, else 1,000,000).
+	LongCalls    int
+	LongVariants []Variant
+	// FrameVariants are the variants of the huge-frame test (default
+	// Direct, Gateway, GatewayNoLedger).
+	FrameVariants []Variant
 	// SampleEvery is the VmRSS sampling period (default 250ms).
 	SampleEvery time.Duration
 	// FrameBytes is the size of the arguments object of the huge-frame
@@ -63,6 +68,12 @@ func (c *Config) defaults() {
 	def(&c.Window, 64)
 	if c.LongCalls <= 0 {
 		c.LongCalls = CallsFromEnv(1_000_000)
+	}
+	if len(c.LongVariants) == 0 {
+		c.LongVariants = []Variant{Gateway, GatewayNoLedger}
+	}
+	if len(c.FrameVariants) == 0 {
+		c.FrameVariants = []Variant{Direct, Gateway, GatewayNoLedger}
 	}
 	def(&c.FrameBytes, 16<<20)
 	def(&c.FrameRepeats, 3)
@@ -115,6 +126,7 @@ type ThroughputResult struct {
 
 // LongResult is the memory run through the gateway.
 type LongResult struct {
+	Variant  Variant
 	Calls    int
 	CPU      CPUStat // gatehouse's, over the calls
 	Elapsed  time.Duration
@@ -143,7 +155,7 @@ type Results struct {
 	LoadAfter  string
 	Latency    []LatencyResult
 	Throughput []ThroughputResult
-	Long       LongResult
+	Long       []LongResult
 	Frames     []FrameResult
 }
 
@@ -188,12 +200,14 @@ func RunAll(cfg Config) (*Results, error) {
 	}
 
 	if cfg.runs("memory") {
-		cfg.Progress("memory: %d calls through the gateway, %d in flight", cfg.LongCalls, cfg.Window)
-		long, err := MeasureLong(Gateway, cfg.LongCalls, cfg.Window, cfg.SampleEvery)
-		if err != nil {
-			return nil, err
+		for _, v := range cfg.LongVariants {
+			cfg.Progress("memory: %d calls through %s, %d in flight", cfg.LongCalls, v.Name, cfg.Window)
+			long, err := MeasureLong(v, cfg.LongCalls, cfg.Window, cfg.SampleEvery)
+			if err != nil {
+				return nil, err
+			}
+			res.Long = append(res.Long, long)
 		}
-		res.Long = long
 	}
 
 	if !cfg.runs("frame") {
@@ -203,7 +217,7 @@ func RunAll(cfg Config) (*Results, error) {
 	}
 	cfg.Progress("huge frame: %d-byte arguments, %d calls", cfg.FrameBytes, cfg.FrameRepeats)
 	limit := 2*cfg.FrameBytes + 1<<20
-	for _, v := range []Variant{Direct, Gateway} {
+	for _, v := range cfg.FrameVariants {
 		v.MaxFrameBytes = limit
 		if !v.Gateway {
 			v.MaxFrameBytes = 0
@@ -224,7 +238,7 @@ func RunAll(cfg Config) (*Results, error) {
 // so that drift on the machine reaches every variant alike.
 func MeasureLatency(procs []*Proc, calls, batch, warmup int) ([]LatencyResult, error) {
 	for _, p := range procs {
-		for range warmup {
+		for range p.Variant.scaled(warmup) {
 			if _, err := p.Call(); err != nil {
 				return nil, fmt.Errorf("%s: warm-up: %w", p.Variant.Name, err)
 			}
@@ -241,6 +255,7 @@ func MeasureLatency(procs []*Proc, calls, batch, warmup int) ([]LatencyResult, e
 		for k := range procs {
 			i := (k + r) % len(procs)
 			p := procs[i]
+			n := p.Variant.scaled(n)
 			c0, _ := ReadCPU(p.Pid)
 			for j := 0; j < n; j++ {
 				d, err := p.Call()
@@ -268,7 +283,7 @@ func MeasureLatency(procs []*Proc, calls, batch, warmup int) ([]LatencyResult, e
 func MeasureThroughput(procs []*Proc, rounds, n, window int) ([]ThroughputResult, error) {
 	out := make([]ThroughputResult, len(procs))
 	for i, p := range procs { // warm-up: grow buffers, settle the scheduler
-		if _, err := p.Pipelined(n/4+1, window); err != nil {
+		if _, err := p.Pipelined(p.Variant.scaled(n/4+1), window); err != nil {
 			return nil, fmt.Errorf("%s: warm-up: %w", p.Variant.Name, err)
 		}
 		out[i].Variant = p.Variant
@@ -276,6 +291,7 @@ func MeasureThroughput(procs []*Proc, rounds, n, window int) ([]ThroughputResult
 	for r := range rounds {
 		for k := range procs {
 			i := (k + r) % len(procs)
+			n := procs[i].Variant.scaled(n)
 			c0, _ := ReadCPU(procs[i].Pid)
 			d, err := procs[i].Pipelined(n, window)
 			if err != nil {
@@ -297,7 +313,8 @@ func MeasureThroughput(procs []*Proc, rounds, n, window int) ([]ThroughputResult
 // MeasureLong starts a fresh process of variant v, makes calls calls with
 // window in flight while sampling its VmRSS, and reads VmHWM at the end.
 func MeasureLong(v Variant, calls, window int, every time.Duration) (LongResult, error) {
-	res := LongResult{Calls: calls}
+	calls = v.scaled(calls)
+	res := LongResult{Variant: v, Calls: calls}
 	p, err := Start(v)
 	if err != nil {
 		return res, err

@@ -203,7 +203,7 @@ func reportCPU(b *testing.B, c0 time.Duration) {
 // client and echo server allocate nothing per call) plus io.Pipe hand-offs.
 func BenchmarkSession(b *testing.B) {
 	for _, v := range Features {
-		if !v.Gateway {
+		if !v.Gateway || !v.NoLedger { // no ledger in process
 			continue
 		}
 		b.Run(v.Name, func(b *testing.B) {
@@ -229,7 +229,7 @@ func BenchmarkSession(b *testing.B) {
 
 // BenchmarkSessionInFlight64 is BenchmarkSession with 64 calls in flight.
 func BenchmarkSessionInFlight64(b *testing.B) {
-	for _, v := range []Variant{Gateway, GatewayBare} {
+	for _, v := range []Variant{GatewayNoLedger, GatewayBare} {
 		b.Run(v.Name, func(b *testing.B) {
 			r := newSessionRig(b, v)
 			if _, err := r.Pipelined(1000, 64); err != nil {
@@ -252,7 +252,7 @@ func BenchmarkSessionInFlight64(b *testing.B) {
 // BenchmarkSessionHugeFrame relays one tools/call with a 16 MiB arguments
 // object (and its 16 MiB echo) through an in-process session.
 func BenchmarkSessionHugeFrame(b *testing.B) {
-	v := Gateway
+	v := GatewayNoLedger
 	v.MaxFrameBytes = 40 << 20
 	r := newSessionRig(b, v)
 	r.SetArgs(Args(16 << 20))
@@ -269,7 +269,7 @@ func BenchmarkSessionHugeFrame(b *testing.B) {
 }
 
 func TestSessionRig(t *testing.T) {
-	r := newSessionRig(t, Gateway)
+	r := newSessionRig(t, GatewayNoLedger)
 	for range 10 {
 		if _, err := r.Call(); err != nil {
 			t.Fatal(err)

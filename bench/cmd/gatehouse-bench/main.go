@@ -48,7 +48,7 @@ func main() {
 	flag.IntVar(&cfg.LongCalls, "calls", 0, "calls of the memory run (default: $GATEHOUSE_BENCH_CALLS, else 1000000)")
 	flag.IntVar(&cfg.FrameBytes, "frame-bytes", 0, "arguments size of the huge-frame test (default 16 MiB)")
 	cpuprofile := flag.String("cpuprofile", "", "profile the gateway process over -calls calls into `FILE` instead of benchmarking")
-	candidate := flag.String("candidate", "", "also measure this gatehouse `BINARY` (policy and log on, like \"gateway\") as variant \"candidate\", interleaved with the others: an A/B test of a gateway change")
+	candidate := flag.String("candidate", "", "also measure this gatehouse `BINARY` (policy and log on, ledger off, like \"gw-noledger\") as variant \"candidate\", interleaved with the others: an A/B test of a gateway change")
 	phases := flag.String("phases", "", "comma-separated subset of latency,throughput,memory,frame (default all)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
@@ -60,7 +60,7 @@ func main() {
 		cfg.Variants = append(cfg.Variants, bench.Variant{Name: "null-relay", Gateway: true, NullRelay: true, Exe: self})
 	}
 	if *candidate != "" {
-		c := bench.Gateway
+		c := bench.GatewayNoLedger
 		c.Name, c.Exe = "candidate", *candidate
 		cfg.Variants = append(cfg.Variants, c)
 	}
@@ -152,6 +152,8 @@ func profiledGatehouse() int {
 	return cli.Main(os.Args[1:])
 }
 
+var profileLedger = flag.Bool("profile-ledger", false, "with -cpuprofile: keep the audit ledger on (default: --no-ledger)")
+
 func profile(cfg bench.Config, path string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -165,7 +167,10 @@ func profile(cfg bench.Config, path string) error {
 	if window <= 0 {
 		window = 64
 	}
-	v := bench.Gateway
+	v := bench.GatewayNoLedger
+	if *profileLedger {
+		v = bench.Gateway
+	}
 	v.Exe = self
 	v.Env = []string{profileEnv + "=" + path}
 	if cfg.Progress != nil {

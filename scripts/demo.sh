@@ -6,8 +6,11 @@
 #
 # It lists the tools, reads a file (allowed), tries to write one (denied by
 # examples/policies/readonly-agent.yaml), shows that the file was not
-# created, and prints the decision log as a table. It exits non-zero when
-# anything unexpected happens, for example when the write goes through.
+# created, prints the decision log as a table, then shows the evidence in the
+# audit ledger (an embedded SQLite file in a temporary state directory):
+# the entries, a whole-ledger verification, and one entry's inclusion proof
+# checked offline with only the public key. It exits non-zero when anything
+# unexpected happens, for example when the write goes through.
 #
 # Environment: DEMO_KEEP=1 keeps the temporary directory; DEMO_POLICY picks
 # another policy file (the demo then still insists that the write is denied).
@@ -34,6 +37,9 @@ else
 fi
 go build -o "$tmp/logview" ./test/logview
 mkdir "$tmp/data"
+# The audit ledger and its checkpoint key live here for the demo, not in
+# your own state directory.
+export XDG_STATE_HOME="$tmp/state"
 printf 'Hello from behind the gatehouse.\n' >"$tmp/data/hello.txt"
 
 server="${GATEHOUSE_NPM_DIR:-$root/.cache/npm}/node_modules/.bin/mcp-server-filesystem"
@@ -90,5 +96,20 @@ ls -l "$tmp/data"
 step "Decision log ($tmp/decisions.jsonl)"
 "$tmp/logview" -expect read_text_file=allow -expect write_file=deny "$tmp/decisions.jsonl" ||
 	fail "the decision log does not hold the expected decisions"
+
+step "Audit ledger ($XDG_STATE_HOME/gatehouse/ledger.db)"
+gh="$root/bin/gatehouse"
+"$gh" ledger show || fail "ledger show failed"
+
+step "Verify the whole ledger: hash chain, Merkle tree, signed checkpoints"
+"$gh" ledger verify --key "$XDG_STATE_HOME/gatehouse/ledger.vkey" || fail "the ledger does not verify"
+
+step "Prove that the denied write's decision is in the ledger, and check the proof offline"
+seq="$("$gh" ledger show --tool write_file --kind gateway_decision --json | head -n 1 | grep -o '"ledger_seq":[0-9]*' | cut -d: -f2)"
+[[ -n "$seq" ]] || fail "no gateway decision for write_file in the ledger"
+"$gh" ledger prove --entry "$seq" >"$tmp/proof.json" || fail "ledger prove failed"
+echo "inclusion proof for entry $seq: $tmp/proof.json"
+"$gh" ledger verify-proof --key "$XDG_STATE_HOME/gatehouse/ledger.vkey" --proof "$tmp/proof.json" ||
+	fail "the inclusion proof does not verify"
 
 printf '\ndemo: OK\n'

@@ -172,6 +172,7 @@ func profile(cfg bench.Config, path string) error {
 		v = bench.Gateway
 	}
 	v.Exe = self
+	v.Div = 0 // -calls is what is profiled
 	v.Env = []string{profileEnv + "=" + path}
 	if cfg.Progress != nil {
 		cfg.Progress("profiling %s: %d calls, %d in flight", v.Describe(), calls, window)

@@ -22,11 +22,11 @@ import (
 
 // openEvidence opens the audit ledger and the evidence recorder for wrap,
 // before the server is spawned. It returns nils with --no-ledger.
-func openEvidence(ctx context.Context, f *wrapFlags, stderr io.Writer, logger *slog.Logger) (*ledger.Ledger, *audit.Recorder, error) {
+func openEvidence(ctx context.Context, f *wrapFlags, require string, stderr io.Writer, logger *slog.Logger) (*ledger.Ledger, *audit.Recorder, error) {
 	if f.noLedger {
 		return nil, nil, nil
 	}
-	req, err := evidence.ParseRequirement(f.requireRcpts)
+	req, err := evidence.ParseRequirement(require)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--require-receipts: %w", err)
 	}

@@ -82,7 +82,7 @@ server; decisions go to the decision log.`,
 	fl.BoolVar(&f.noLedger, "no-ledger", false, "do not record evidence in the audit ledger")
 	fl.StringVar(&f.ledgerKey, "ledger-key", "", "note signer key for ledger checkpoints (default: ledger.skey beside the default ledger, created on first use)")
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
-	fl.StringVar(&f.requireRcpts, "require-receipts", "none", "what a missing or unverified server receipt does: none, present or verified")
+	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
 	return cmd
 }
@@ -169,7 +169,11 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	if serverID == "" {
 		serverID = filepath.Base(argv[0])
 	}
-	led, rec2, err := openEvidence(ctx, f, stderr, logger)
+	require := f.requireRcpts
+	if require == "" {
+		require = pol.Settings().ReceiptRequirement(serverID)
+	}
+	led, rec2, err := openEvidence(ctx, f, require, stderr, logger)
 	if err != nil {
 		return configError("%v", err)
 	}

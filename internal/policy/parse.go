@@ -308,7 +308,7 @@ func orList(s []string) string {
 
 func (p *parser) policy(root *yaml.Node) *Policy {
 	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, lastShadow: -1}
-	f := p.fields(root, "", "", "name", "version", "defaults", "rules")
+	f := p.fields(root, "", "", "name", "version", "defaults", "receipts", "rules")
 
 	for _, k := range []string{"name", "version"} {
 		e, ok := f[k]
@@ -326,6 +326,10 @@ func (p *parser) policy(root *yaml.Node) *Policy {
 
 	if e, ok := f["defaults"]; ok && !isNull(e.val) {
 		p.defaults(e.val, pol)
+	}
+
+	if e, ok := f["receipts"]; ok && !isNull(e.val) {
+		p.receipts(e.val, pol)
 	}
 
 	if e, ok := f["rules"]; ok && !isNull(e.val) {
@@ -360,6 +364,46 @@ func (p *parser) defaults(n *yaml.Node, pol *Policy) {
 	set("unknown_tool", &pol.settings.UnknownTool, UnknownToolFetch, UnknownToolDeny)
 	set("deny_response", &pol.settings.DenyResponse, DenyResponseError, DenyResponseToolResult)
 	set("on_log_failure", &pol.settings.OnLogFailure, OnLogFailureFailClosed, OnLogFailureFailOpen)
+}
+
+// receipts reads the receipts block: require (for every server) and
+// servers (server_id -> requirement).
+func (p *parser) receipts(n *yaml.Node, pol *Policy) {
+	const where = "receipts: "
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n.Line, "", "receipts must be a mapping, got %s", kindName(n))
+		return
+	}
+	levels := []string{ReceiptsNone, ReceiptsPresent, ReceiptsVerified}
+	f := p.fields(n, "", where, "require", "servers")
+	if e, ok := f["require"]; ok {
+		if s, ok := p.enum(e, "", where, levels...); ok {
+			pol.settings.ReceiptsRequire = s
+		}
+	}
+	e, ok := f["servers"]
+	if !ok || isNull(e.val) {
+		return
+	}
+	if e.val.Kind != yaml.MappingNode {
+		p.errorf(e.val.Line, "", "%sservers must be a mapping of server_id to requirement, got %s", where, kindName(e.val))
+		return
+	}
+	pol.settings.ReceiptsServers = map[string]string{}
+	for i := 0; i+1 < len(e.val.Content); i += 2 {
+		k, v := resolve(e.val.Content[i]), resolve(e.val.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			p.errorf(k.Line, "", "%sservers: keys must be server ids", where)
+			continue
+		}
+		if _, dup := pol.settings.ReceiptsServers[k.Value]; dup {
+			p.errorf(k.Line, "", "%sservers: duplicate server %q", where, k.Value)
+			continue
+		}
+		if s, ok := p.enum(entry{k, v}, "", where+"servers: ", levels...); ok {
+			pol.settings.ReceiptsServers[k.Value] = s
+		}
+	}
 }
 
 var ruleID = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)

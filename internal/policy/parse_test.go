@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -25,7 +26,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing-name.yaml", ":2: missing name"},
 		{"missing-version.yaml", ":1: missing version"},
 		{"version-not-string.yaml", ":2: version must be a string, got timestamp (quote it)"},
-		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, rules)`},
+		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, receipts, rules)`},
 		{"rules-not-list.yaml", ":4: rules must be a list, got mapping"},
 
 		// Defaults.
@@ -176,16 +177,35 @@ defaults:
   unknown_tool: deny
   deny_response: tool_result
   on_log_failure: fail_open
+receipts:
+  require: present
+  servers:
+    fs: verified
+    other: none
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Settings{UnknownTool: "deny", DenyResponse: "tool_result", OnLogFailure: "fail_open"}
-	if p.Name() != "s" || p.Version() != "7" || p.Settings() != want {
+	want := Settings{UnknownTool: "deny", DenyResponse: "tool_result", OnLogFailure: "fail_open",
+		ReceiptsRequire: "present", ReceiptsServers: map[string]string{"fs": "verified", "other": "none"}}
+	if p.Name() != "s" || p.Version() != "7" || !reflect.DeepEqual(p.Settings(), want) {
 		t.Errorf("got %q %q %+v, want s 7 %+v", p.Name(), p.Version(), p.Settings(), want)
 	}
 	if d := p.Evaluate(&Input{}); d.Action != ActionDeny {
 		t.Errorf("default action = %s, want deny", d.Action)
+	}
+	for server, want := range map[string]string{"fs": "verified", "other": "none", "unlisted": "present"} {
+		if got := p.Settings().ReceiptRequirement(server); got != want {
+			t.Errorf("ReceiptRequirement(%q) = %q, want %q", server, got, want)
+		}
+	}
+	if got := Default().Settings().ReceiptRequirement("x"); got != ReceiptsNone {
+		t.Errorf("default receipts.require = %q, want none", got)
+	}
+	for _, bad := range []string{"receipts: {require: always}", "receipts: {servers: {fs: maybe}}", "receipts: {servers: [fs]}", "receipts: {other: 1}"} {
+		if _, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\n"+bad+"\n")); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 
 	// Absent defaults take the built-in values.
@@ -193,7 +213,7 @@ defaults:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Settings(); got != Default().Settings() {
+	if got := p.Settings(); !reflect.DeepEqual(got, Default().Settings()) {
 		t.Errorf("settings without defaults = %+v, want %+v", got, Default().Settings())
 	}
 	if d := p.Evaluate(&Input{}); d.Action != ActionAllow {
@@ -203,8 +223,8 @@ defaults:
 
 func TestDefault(t *testing.T) {
 	p := Default()
-	want := Settings{UnknownTool: "fetch", DenyResponse: "error", OnLogFailure: "fail_closed"}
-	if p.Name() != "builtin-default" || p.Version() != "1" || p.Settings() != want {
+	want := Settings{UnknownTool: "fetch", DenyResponse: "error", OnLogFailure: "fail_closed", ReceiptsRequire: "none"}
+	if p.Name() != "builtin-default" || p.Version() != "1" || !reflect.DeepEqual(p.Settings(), want) {
 		t.Errorf("Default() = %q %q %+v", p.Name(), p.Version(), p.Settings())
 	}
 	got := p.Evaluate(&Input{Tool: Tool{Name: "rm_rf"}})

@@ -111,6 +111,29 @@ type Settings struct {
 	// policy: [OnLogFailureFailClosed] ("fail_closed", the default) or
 	// [OnLogFailureFailOpen] ("fail_open").
 	OnLogFailure string
+	// ReceiptsRequire is receipts.require, what a missing or unverified
+	// server security receipt does to a call's response (evidence.md §2):
+	// [ReceiptsNone] ("none", the default), [ReceiptsPresent] or
+	// [ReceiptsVerified]. ReceiptsServers overrides it per server_id.
+	ReceiptsRequire string
+	ReceiptsServers map[string]string
+}
+
+// receipts.require values (evidence.md §2; the table is in
+// docs/evidence.md).
+const (
+	ReceiptsNone     = "none"
+	ReceiptsPresent  = "present"
+	ReceiptsVerified = "verified"
+)
+
+// ReceiptRequirement returns receipts.require for serverID: its entry in
+// receipts.servers, else receipts.require.
+func (s Settings) ReceiptRequirement(serverID string) string {
+	if r, ok := s.ReceiptsServers[serverID]; ok {
+		return r
+	}
+	return s.ReceiptsRequire
 }
 
 // Principal is who makes the call: CEL variable `principal`, a map with keys
@@ -249,9 +272,10 @@ func Default() *Policy {
 }
 
 var defaultSettings = Settings{
-	UnknownTool:  UnknownToolFetch,
-	DenyResponse: DenyResponseError,
-	OnLogFailure: OnLogFailureFailClosed,
+	UnknownTool:     UnknownToolFetch,
+	DenyResponse:    DenyResponseError,
+	OnLogFailure:    OnLogFailureFailClosed,
+	ReceiptsRequire: ReceiptsNone,
 }
 
 // Name returns the policy's name field.

@@ -24,6 +24,9 @@ import (
 // before the server is spawned. It returns nils with --no-ledger.
 func openEvidence(ctx context.Context, f *wrapFlags, require string, stderr io.Writer, logger *slog.Logger) (*ledger.Ledger, *audit.Recorder, error) {
 	if f.noLedger {
+		if require != "" && require != string(evidence.RequireNone) {
+			return nil, nil, fmt.Errorf("receipts.require %q needs the audit ledger: drop --no-ledger", require)
+		}
 		return nil, nil, nil
 	}
 	req, err := evidence.ParseRequirement(require)

@@ -32,10 +32,25 @@ demo:
 # together they stay well under 30 minutes on 2 cores. The end-to-end phase
 # runs even when the unit phase failed, so that one failure does not hide
 # the other; the target fails if either did.
+#
+# The audit ledger's PostgreSQL tests need a server: unless
+# GATEHOUSE_TEST_POSTGRES already names one, a throwaway PostgreSQL is
+# started on 127.0.0.1 (scripts/postgres.sh) and stopped, its data deleted,
+# at the end.
 test: deps build
-	@rc=0; \
+	@rc=0; started=0; \
+	if [ -z "$${GATEHOUSE_TEST_POSTGRES:-}" ]; then \
+		if GATEHOUSE_TEST_POSTGRES="$$(scripts/postgres.sh start </dev/null)"; then \
+			started=1; export GATEHOUSE_TEST_POSTGRES; \
+			echo "make test: PostgreSQL at $$GATEHOUSE_TEST_POSTGRES"; \
+		else \
+			echo "make test: could not start PostgreSQL; its tests will skip (or fail under CI=true)"; \
+			unset GATEHOUSE_TEST_POSTGRES; \
+		fi; \
+	fi; \
 	$(MAKE) --no-print-directory test-unit || rc=1; \
 	$(MAKE) --no-print-directory test-e2e || rc=1; \
+	if [ $$started = 1 ]; then scripts/postgres.sh stop </dev/null || true; fi; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED (see above)"; fi; \
 	exit $$rc
 

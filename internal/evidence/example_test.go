@@ -15,7 +15,7 @@ func ExampleCanonical() {
 	fmt.Println(err)
 	// Output:
 	// {"a":[1e+21,0.000001,"é"],"b":1} <nil>
-	// evidence: JSON number not exactly representable as an IEEE 754 double (at /id)
+	// jcs: JSON number not exactly representable as an IEEE 754 double (at /id)
 }
 
 func ExampleHash() {

@@ -1,0 +1,160 @@
+// Package jcs is the JSON Canonicalization Scheme (RFC 8785) as Gatehouse
+// uses it for hashes, signatures and ledger entries: jsontext's
+// canonicalization, after a check that no number would change value.
+package jcs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ErrInexactNumber is returned (wrapped) by [Canonical] when a
+// JSON number in the input would change value under RFC 8785, which writes
+// every number as the shortest IEEE 754 double that round-trips: integers
+// beyond 2^53 such as 9007199254740993, decimals with more precision than a
+// double such as 0.10000000000000000001, and magnitudes outside the double
+// range such as 1e400 or 1e-400. Such a value is never silently rounded: the
+// hash of a rounded value would be evidence of a value that was never sent
+// (shared/spec/evidence.md §3).
+var ErrInexactNumber = errors.New("jcs: JSON number not exactly representable as an IEEE 754 double")
+
+// Canonical returns the RFC 8785 (JSON Canonicalization Scheme) form of the
+// single JSON value raw: no insignificant whitespace, strings in their
+// minimal escaping, numbers in the ECMAScript shortest form (1.0 -> 1,
+// 1e21 -> 1e+21), object members sorted by the UTF-16 code units of their
+// names (evidence.md §3).
+//
+// The input must be I-JSON (RFC 7493): valid UTF-8 with no escaped lone
+// surrogates, no duplicate member names at any depth, exactly one value with
+// only whitespace around it. Any violation is an error. A number whose
+// canonical text would denote a different value wraps [ErrInexactNumber];
+// "-0" is accepted and written as 0 (RFC 8785 §3.2.2.3). raw is not
+// modified; the result is a new slice. Cost is linear in len(raw) plus the
+// sort of each object's members.
+func Canonical(raw []byte) ([]byte, error) {
+	if err := checkNumbers(raw); err != nil {
+		return nil, err
+	}
+	v := jsontext.Value(bytes.Clone(raw))
+	if err := v.Canonicalize(); err != nil {
+		return nil, fmt.Errorf("jcs: canonical JSON: %w", err)
+	}
+	return v, nil
+}
+
+// checkNumbers reads raw strictly (I-JSON, exactly one value) and reports
+// the first number whose RFC 8785 form changes its value.
+func checkNumbers(raw []byte) error {
+	d := jsontext.NewDecoder(bytes.NewBuffer(raw))
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("jcs: canonical JSON: %w", err)
+		}
+		if tok.Kind() == '0' {
+			if !exactNumber(tok.String()) {
+				return fmt.Errorf("%w (at %s)", ErrInexactNumber, d.StackPointer())
+			}
+		}
+		if d.StackDepth() == 0 {
+			break
+		}
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errors.New("more than one top-level value")
+		}
+		return fmt.Errorf("jcs: canonical JSON: %w", err)
+	}
+	return nil
+}
+
+// exactNumber reports whether the JSON number literal lit denotes exactly
+// the value written by RFC 8785 for it: the shortest decimal that
+// round-trips the nearest double. Both are compared as exact decimals, so
+// 1.0, 1e0 and 100e-2 are exact while 9007199254740993 is not.
+func exactNumber(lit string) bool {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil { // ErrRange: beyond the largest double
+		return false
+	}
+	var buf [32]byte
+	return sameDecimal(lit, string(strconv.AppendFloat(buf[:0], f, 'e', -1, 64)))
+}
+
+// sameDecimal reports whether the decimal literals a and b (JSON number
+// grammar, exponent sign optional) denote the same number. All zeros are
+// equal whatever their sign.
+func sameDecimal(a, b string) bool {
+	na, da, ea := decimal(a)
+	nb, db, eb := decimal(b)
+	if da == "" || db == "" {
+		return da == db
+	}
+	return na == nb && da == db && ea == eb
+}
+
+// expLimit saturates exponents: far beyond any double's exponent, and far
+// below overflow when a literal's digit count is added.
+const expLimit = 1 << 40
+
+// decimal normalizes a number literal to its sign, its significant digits
+// without leading or trailing zeros, and the exponent e such that the value
+// is 0.digits × 10^e. Zero has no digits.
+func decimal(s string) (neg bool, digits string, exp int64) {
+	if s != "" && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	mant := s
+	var expPart string
+	for i := 0; i < len(s); i++ {
+		if s[i] == 'e' || s[i] == 'E' {
+			mant, expPart = s[:i], s[i+1:]
+			break
+		}
+	}
+	intPart, frac := mant, ""
+	for i := 0; i < len(mant); i++ {
+		if mant[i] == '.' {
+			intPart, frac = mant[:i], mant[i+1:]
+			break
+		}
+	}
+	point := int64(len(intPart))
+	all := intPart + frac
+	i := 0
+	for i < len(all) && all[i] == '0' {
+		i++
+	}
+	point -= int64(i)
+	all = all[i:]
+	j := len(all)
+	for j > 0 && all[j-1] == '0' {
+		j--
+	}
+	all = all[:j]
+	if all == "" {
+		return neg, "", 0
+	}
+	var e int64
+	eneg := false
+	if expPart != "" && (expPart[0] == '+' || expPart[0] == '-') {
+		eneg = expPart[0] == '-'
+		expPart = expPart[1:]
+	}
+	for k := 0; k < len(expPart); k++ {
+		e = min(e*10+int64(expPart[k]-'0'), expLimit)
+	}
+	if eneg {
+		e = -e
+	}
+	return neg, all, e + point
+}

@@ -216,4 +216,3 @@ func TestHash(t *testing.T) {
 		t.Error("Hash of duplicate names succeeded")
 	}
 }
-

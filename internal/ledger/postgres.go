@@ -154,29 +154,51 @@ func (s *pgStore) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash,
 	return pgReadHashes(ctx, s.pool, indexes)
 }
 
+// pgReadHashes reads a long run of consecutive indexes (verification reads
+// whole chunks) as one range scan, and scattered ones with = ANY.
 func pgReadHashes(ctx context.Context, q pgQuerier, indexes []int64) ([]tlog.Hash, error) {
 	if len(indexes) == 0 {
 		return nil, nil
 	}
-	rows, err := q.Query(ctx, `SELECT idx, hash FROM ledger_hashes WHERE idx = ANY($1)`, indexes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	got := make(map[int64]tlog.Hash, len(indexes))
-	var idx int64
-	var h []byte
-	for rows.Next() {
-		if err := rows.Scan(&idx, &h); err != nil {
+	read := func(query string, args ...any) error {
+		rows, err := q.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var idx int64
+		var h []byte
+		for rows.Next() {
+			if err := rows.Scan(&idx, &h); err != nil {
+				return err
+			}
+			if len(h) != tlog.HashSize {
+				return fmt.Errorf("%w: stored hash %d has %d bytes", ErrCorrupt, idx, len(h))
+			}
+			got[idx] = tlog.Hash(h)
+		}
+		return rows.Err()
+	}
+	var scattered []int64
+	for i := 0; i < len(indexes); {
+		j := i + 1
+		for j < len(indexes) && indexes[j] == indexes[j-1]+1 {
+			j++
+		}
+		if j-i >= 64 {
+			if err := read(`SELECT idx, hash FROM ledger_hashes WHERE idx >= $1 AND idx <= $2`, indexes[i], indexes[j-1]); err != nil {
+				return nil, err
+			}
+		} else {
+			scattered = append(scattered, indexes[i:j]...)
+		}
+		i = j
+	}
+	if len(scattered) > 0 {
+		if err := read(`SELECT idx, hash FROM ledger_hashes WHERE idx = ANY($1)`, scattered); err != nil {
 			return nil, err
 		}
-		if len(h) != tlog.HashSize {
-			return nil, fmt.Errorf("%w: stored hash %d has %d bytes", ErrCorrupt, idx, len(h))
-		}
-		got[idx] = tlog.Hash(h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	out := make([]tlog.Hash, len(indexes))
 	for i, x := range indexes {

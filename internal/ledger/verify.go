@@ -1,9 +1,14 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -61,9 +66,6 @@ func (p *Problem) String() string {
 // verifyChunk is the number of entries Verify reads at a time.
 const verifyChunk = 4096
 
-// errStop ends an iteration once a Problem is recorded.
-var errStop = errors.New("stop")
-
 // Verify checks the whole ledger in s, in one pass over its entries in seq
 // order, in memory bounded by the chunk size (the Merkle tree is carried as
 // its frontier, at most 63 hashes):
@@ -109,10 +111,38 @@ func Verify(ctx context.Context, s Store, opts VerifyOptions) (*Report, error) {
 		hashes: map[int64]tlog.Hash{},
 	}
 	v.checkCheckpoints(0)
-	for lo := int64(0); lo < size && v.rep.Problem == nil; lo += verifyChunk {
-		hi := min(size, lo+verifyChunk)
-		if err := v.chunk(ctx, s, lo, hi); err != nil {
+	// One goroutine reads the next chunk and checks its leaves (in
+	// parallel) while this one walks the current chunk in order.
+	rctx, cancel := context.WithCancel(ctx)
+	chunks := make(chan *chunkData, 1)
+	go func() {
+		defer close(chunks)
+		for lo := int64(0); lo < size; lo += verifyChunk {
+			c := readChunk(rctx, s, lo, min(size, lo+verifyChunk))
+			select {
+			case chunks <- c:
+			case <-rctx.Done():
+				return
+			}
+			if c.err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		for range chunks { // wait for the reader to stop
+		}
+	}()
+	for c := range chunks {
+		if c.err != nil {
+			return nil, c.err
+		}
+		if err := v.chunk(ctx, s, c); err != nil {
 			return nil, err
+		}
+		if v.rep.Problem != nil {
+			break
 		}
 		v.hashes = pruneToFrontier(v.hashes, v.next)
 		if opts.Progress != nil {
@@ -137,9 +167,9 @@ type verifier struct {
 	cps    []StoredCheckpoint
 	ci     int // next checkpoint to check
 
-	next   int64  // next expected seq = number verified
-	prev   string // chain hash of entry next-1
-	last   Entry  // entry next-1 (time)
+	next   int64     // next expected seq = number verified
+	prev   string    // chain hash of entry next-1
+	last   time.Time // time of entry next-1
 	hashes map[int64]tlog.Hash
 }
 
@@ -151,32 +181,60 @@ func (v *verifier) failCheckpoint(id int64, reason string) {
 	v.rep.Problem = &Problem{Seq: -1, Checkpoint: id, Reason: reason}
 }
 
-// chunk verifies entries [lo, hi).
-func (v *verifier) chunk(ctx context.Context, s Store, lo, hi int64) error {
-	first, end := tlog.StoredHashCount(lo), tlog.StoredHashCount(hi)
-	idx := make([]int64, 0, end-first)
-	for x := first; x < end; x++ {
-		idx = append(idx, x)
-	}
-	stored, err := s.ReadHashes(ctx, idx)
+// chunkData is one chunk of entries [lo, hi) as read and checked by
+// readChunk.
+type chunkData struct {
+	first   int64       // storage index of the first stored hash of entry lo
+	stored  []tlog.Hash // stored hashes of the chunk, nil if one is missing or malformed
+	seqs    []int64
+	leaves  [][]byte
+	checked []checkedLeaf
+	err     error // reading failed
+}
+
+// readChunk reads entries [lo, hi) and their stored hashes and checks each
+// leaf on its own (checkLeaves).
+func readChunk(ctx context.Context, s Store, lo, hi int64) *chunkData {
+	c := &chunkData{first: tlog.StoredHashCount(lo)}
+	end := tlog.StoredHashCount(hi)
+	var err error
+	c.stored, err = s.ReadHashes(ctx, indexRange(c.first, end-c.first))
 	if errors.Is(err, ErrCorrupt) {
-		// A stored hash is missing or malformed: read entry by entry to
-		// name the first entry whose hashes are affected.
-		stored = nil
+		// A stored hash is missing or malformed: chunk reads them entry
+		// by entry to name the first entry whose hashes are affected.
+		c.stored = nil
 	} else if err != nil {
-		return fmt.Errorf("reading tree hashes: %w", err)
+		c.err = fmt.Errorf("reading tree hashes: %w", err)
+		return c
 	}
+	if err := s.Leaves(ctx, lo, hi, func(seq int64, leaf []byte) error {
+		c.seqs = append(c.seqs, seq)
+		c.leaves = append(c.leaves, bytes.Clone(leaf))
+		return nil
+	}); err != nil {
+		c.err = err
+		return c
+	}
+	c.checked = checkLeaves(c.leaves)
+	return c
+}
+
+// chunk walks a chunk in order, checking everything that links an entry
+// to the ones before it.
+func (v *verifier) chunk(ctx context.Context, s Store, cd *chunkData) error {
+	first, stored, seqs, checked := cd.first, cd.stored, cd.seqs, cd.checked
 	reader := &mapHashReader{ctx: ctx, m: v.hashes}
-	err = s.Leaves(ctx, lo, hi, func(seq int64, leaf []byte) error {
+	for i, seq := range seqs {
 		if seq != v.next {
 			v.fail(v.next, "entry is missing (the next stored entry is %d)", seq)
-			return errStop
+			return nil
 		}
-		e, err := ParseLeaf(leaf)
-		if err != nil {
-			v.fail(seq, "%v", err)
-			return errStop
+		c := &checked[i]
+		if c.err != nil {
+			v.fail(seq, "%v", c.err)
+			return nil
 		}
+		e := &c.entry
 		switch {
 		case e.Seq != seq:
 			v.fail(seq, "stored at seq %d but its leaf says ledger_seq %d", seq, e.Seq)
@@ -184,13 +242,13 @@ func (v *verifier) chunk(ctx context.Context, s Store, lo, hi int64) error {
 			v.fail(seq, "ledger_id %q, but this is ledger %q", e.LedgerID, v.rep.LedgerID)
 		case e.PreviousHash != v.prev:
 			v.fail(seq, "previous_hash %s, but entry %d hashes to %s", e.PreviousHash, seq-1, v.prev)
-		case seq > 0 && e.Time.Before(v.last.Time):
-			v.fail(seq, "time %s is earlier than entry %d's %s", e.Time.Format("2006-01-02T15:04:05.999999Z07:00"), seq-1, v.last.Time.Format("2006-01-02T15:04:05.999999Z07:00"))
+		case seq > 0 && e.Time.Before(v.last):
+			v.fail(seq, "time %s is earlier than entry %d's %s", e.Time.Format("2006-01-02T15:04:05.999999Z07:00"), seq-1, v.last.Format("2006-01-02T15:04:05.999999Z07:00"))
 		}
 		if v.rep.Problem != nil {
-			return errStop
+			return nil
 		}
-		hs, err := tlog.StoredHashes(seq, leaf, reader)
+		hs, err := tlog.StoredHashesForRecordHash(seq, c.leafHash, reader)
 		if err != nil {
 			return fmt.Errorf("computing tree hashes of entry %d: %w", seq, err)
 		}
@@ -202,7 +260,7 @@ func (v *verifier) chunk(ctx context.Context, s Store, lo, hi int64) error {
 			want, err = s.ReadHashes(ctx, indexRange(base, int64(len(hs))))
 			if errors.Is(err, ErrCorrupt) {
 				v.fail(seq, "tree hashes: %v", err)
-				return errStop
+				return nil
 			} else if err != nil {
 				return fmt.Errorf("reading tree hashes: %w", err)
 			}
@@ -215,22 +273,62 @@ func (v *verifier) chunk(ctx context.Context, s Store, lo, hi int64) error {
 				} else {
 					v.fail(seq, "stored tree hash %d (level %d, node %d) differs from the one recomputed from the leaves", base+int64(j), level, n)
 				}
-				return errStop
+				return nil
 			}
 			v.hashes[base+int64(j)] = h
 		}
-		v.prev = chainHash(leaf)
-		v.last = e
+		v.prev = c.chain
+		v.last = e.Time
 		v.next++
 		if !v.checkCheckpoints(v.next) {
-			return errStop
+			return nil
 		}
-		return nil
-	})
-	if err == errStop {
-		return nil
 	}
-	return err
+	return nil
+}
+
+// checkedLeaf is what checkLeaves computes for one leaf.
+type checkedLeaf struct {
+	entry    Entry
+	err      error     // from ParseLeaf
+	chain    string    // chain hash
+	leafHash tlog.Hash // tlog.RecordHash
+}
+
+// checkLeaves parses and hashes leaves on every CPU.
+func checkLeaves(leaves [][]byte) []checkedLeaf {
+	out := make([]checkedLeaf, len(leaves))
+	one := func(i int) {
+		c := &out[i]
+		if c.entry, c.err = ParseLeaf(leaves[i]); c.err == nil {
+			c.chain = chainHash(leaves[i])
+			c.leafHash = tlog.RecordHash(leaves[i])
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (len(leaves)+255)/256)
+	if workers <= 1 {
+		for i := range leaves {
+			one(i)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(leaves) {
+					return
+				}
+				one(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 func indexRange(base, n int64) []int64 {

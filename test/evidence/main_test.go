@@ -1,0 +1,646 @@
+package evidencee2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Paths set by TestMain.
+var (
+	gatehouseBin string
+	receiptBin   string
+	fakeBin      string
+	stateHome    string // XDG_STATE_HOME of every gatehouse the tests start
+)
+
+// The receipt server's Ed25519 seed (RFC 8032 §7.1, test 1) and the server
+// id the keys file configures it for.
+const (
+	seedHex    = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
+	keyedID    = "rs-e2e"
+	hmacID     = "rs-hmac"
+	hmacSecret = "gatehouse-e2e-hmac-secret-0001"
+)
+
+// Deadlines.
+const (
+	readTimeout = 15 * time.Second // one response
+	exitTimeout = 15 * time.Second // gatehouse exiting after client EOF
+	cliTimeout  = 30 * time.Second // one gatehouse ledger/keys command
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "gatehouse-evidence-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	stateHome = filepath.Join(dir, "state")
+	if err := os.Mkdir(stateHome, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
+		return 1
+	}
+	if err := os.Setenv("XDG_STATE_HOME", stateHome); err != nil {
+		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
+		return 1
+	}
+	gatehouseBin = filepath.Join(dir, "gatehouse")
+	receiptBin = filepath.Join(dir, "receiptserver")
+	fakeBin = filepath.Join(dir, "fakeserver")
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	builds := map[string]string{
+		gatehouseBin: "github.com/gatehouse-mcp/gatehouse/cmd/gatehouse",
+		receiptBin:   "github.com/gatehouse-mcp/gatehouse/test/receiptserver",
+		fakeBin:      "github.com/gatehouse-mcp/gatehouse/test/fakeserver",
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(builds))
+	for out, pkg := range builds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(goCmd, "build", "-o", out, pkg)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	failed := false
+	for err := range errs {
+		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
+		failed = true
+	}
+	if failed {
+		return 1
+	}
+	return m.Run()
+}
+
+// ---------------------------------------------------------------------------
+// A running gatehouse with a scripted client on its stdio.
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type gw struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *syncBuffer
+	done   chan struct{}
+	held   map[string]msg // responses read while waiting for another id
+}
+
+// startGW starts `gatehouse [wrapper...] wrap FLAGS -- SERVER...`.
+func startGW(t testing.TB, wrapper, flags, server []string) *gw {
+	t.Helper()
+	argv := append([]string(nil), wrapper...)
+	argv = append(argv, gatehouseBin, "wrap")
+	argv = append(argv, flags...)
+	argv = append(argv, "--")
+	argv = append(argv, server...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gw{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 4096), stderr: &syncBuffer{}, done: make(chan struct{}), held: map[string]msg{}}
+	cmd.Stderr = g.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start gatehouse: %v", err)
+	}
+	go func() {
+		br := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			l, err := br.ReadBytes('\n')
+			if len(l) > 0 {
+				g.lines <- l
+			}
+			if err != nil {
+				close(g.lines)
+				return
+			}
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(g.done)
+	}()
+	t.Cleanup(func() {
+		_ = g.stdin.Close()
+		select {
+		case <-g.done:
+		case <-time.After(exitTimeout):
+			_ = cmd.Process.Kill()
+			<-g.done
+		}
+	})
+	return g
+}
+
+// receiptServer returns the command line of the receipt server with the
+// Ed25519 seed and the given server id.
+func receiptServer(serverID string, extra ...string) []string {
+	return append([]string{receiptBin, "--server-id", serverID, "--ed25519-seed-hex", seedHex}, extra...)
+}
+
+func (g *gw) send(line string) {
+	g.t.Helper()
+	if _, err := io.WriteString(g.stdin, line+"\n"); err != nil {
+		g.t.Fatalf("write to gatehouse: %v\nstderr:\n%s", err, g.tail())
+	}
+}
+
+// msg is a JSON-RPC message as the tests read it; ID keeps its raw text.
+type msg struct {
+	raw    []byte
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// response returns the response whose raw id is id, waiting at most
+// readTimeout; responses to other ids read meanwhile are kept.
+func (g *gw) response(id string) msg {
+	g.t.Helper()
+	if m, ok := g.held[id]; ok {
+		delete(g.held, id)
+		return m
+	}
+	deadline := time.After(readTimeout)
+	for {
+		select {
+		case l, ok := <-g.lines:
+			if !ok {
+				g.t.Fatalf("gatehouse closed its stdout before the response to %s; stderr:\n%s", id, g.tail())
+			}
+			var m msg
+			if err := json.Unmarshal(l, &m); err != nil {
+				g.t.Fatalf("gatehouse wrote a line that is not JSON: %q", l)
+			}
+			m.raw = l
+			if m.Method != "" || m.ID == nil {
+				continue // a server request or notification
+			}
+			if string(m.ID) == id {
+				return m
+			}
+			g.held[string(m.ID)] = m
+		case <-deadline:
+			g.t.Fatalf("no response to %s within %v; stderr:\n%s", id, readTimeout, g.tail())
+		}
+	}
+}
+
+// handshake initializes the session and lists the tools.
+func (g *gw) handshake() {
+	g.t.Helper()
+	g.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"evidence-e2e","version":"1"}}}`)
+	if m := g.response(`"init"`); m.Result == nil {
+		g.t.Fatalf("initialize failed: %s", m.raw)
+	}
+	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	g.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	if m := g.response(`"list"`); m.Result == nil {
+		g.t.Fatalf("tools/list failed: %s", m.raw)
+	}
+}
+
+// callLine is a tools/call request with a string id.
+func callLine(id, tool, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+}
+
+// call sends a tools/call with string id and waits for its response.
+func (g *gw) call(id, tool, args string) msg {
+	g.t.Helper()
+	g.send(callLine(id, tool, args))
+	return g.response(fmt.Sprintf("%q", id))
+}
+
+// finish closes the client's stdin and waits for gatehouse to exit; it
+// returns the exit code.
+func (g *gw) finish() int {
+	g.t.Helper()
+	_ = g.stdin.Close()
+	select {
+	case <-g.done:
+		return g.cmd.ProcessState.ExitCode()
+	case <-time.After(exitTimeout):
+		g.t.Fatalf("gatehouse did not exit within %v after client EOF; stderr:\n%s", exitTimeout, g.tail())
+	}
+	return -1
+}
+
+// kill sends SIGKILL to gatehouse (not to its server) and waits for it.
+func (g *gw) kill() {
+	g.t.Helper()
+	_ = g.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-g.done:
+	case <-time.After(exitTimeout):
+		g.t.Fatalf("gatehouse survived SIGKILL")
+	}
+}
+
+func (g *gw) tail() string {
+	s := g.stderr.String()
+	if len(s) > 4000 {
+		s = "..." + s[len(s)-4000:]
+	}
+	return s
+}
+
+func expectResult(t testing.TB, m msg, what string) {
+	t.Helper()
+	if m.Result == nil || m.Error != nil {
+		t.Fatalf("%s: got %s, want a result", what, m.raw)
+	}
+}
+
+func expectError(t testing.TB, m msg, code int, what string) {
+	t.Helper()
+	if m.Error == nil || m.Error.Code != code {
+		t.Fatalf("%s: got %s, want error %d", what, m.raw, code)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The gatehouse command line besides wrap.
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// gh runs `gatehouse ARGS...` in dir ("" for the test's directory) with
+// env added to the environment.
+func ghIn(t testing.TB, dir string, env []string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gatehouseBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+stateHome), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := cliResult{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("gatehouse %s: %v", strings.Join(args, " "), err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("gatehouse %s did not finish within %v", strings.Join(args, " "), cliTimeout)
+	}
+	return r
+}
+
+func gh(t testing.TB, args ...string) cliResult {
+	t.Helper()
+	return ghIn(t, "", nil, args...)
+}
+
+// mustGH runs gatehouse and fails the test unless it exits 0.
+func mustGH(t testing.TB, args ...string) string {
+	t.Helper()
+	r := gh(t, args...)
+	if r.code != 0 {
+		t.Fatalf("gatehouse %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// skeyPath and vkeyPath are the default checkpoint key pair, created by the
+// first gatehouse wrap in stateHome.
+func skeyPath() string { return filepath.Join(stateHome, "gatehouse", "ledger.skey") }
+func vkeyPath() string { return filepath.Join(stateHome, "gatehouse", "ledger.vkey") }
+
+// verifyLedger runs `gatehouse ledger verify` with the default verifier key
+// and fails the test unless the ledger verifies.
+func verifyLedger(t testing.TB, state string) {
+	t.Helper()
+	out := mustGH(t, "ledger", "verify", "--state", state, "--key", vkeyPath())
+	if !strings.HasPrefix(out, "OK ") {
+		t.Fatalf("ledger verify printed %q", out)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Ledger entries, read with `gatehouse ledger show --json`.
+
+type entry struct {
+	Kind         string          `json:"kind"`
+	LedgerID     string          `json:"ledger_id"`
+	Seq          int64           `json:"ledger_seq"`
+	Payload      json.RawMessage `json:"payload"`
+	PreviousHash string          `json:"previous_hash"`
+	RecordID     string          `json:"record_id"`
+	Time         string          `json:"time"`
+	leaf         string
+}
+
+type scanResult struct {
+	Status       string   `json:"status"`
+	Reason       string   `json:"reason"`
+	ArgumentKeys []string `json:"argument_keys"`
+}
+
+// decision is a gateway decision receipt (payload of kind
+// gateway_decision, and the decision member of an audit event).
+type decision struct {
+	GatewayDecisionID   string      `json:"gateway_decision_id"`
+	ServerReceiptID     string      `json:"server_receipt_id"`
+	GatewayID           string      `json:"gateway_id"`
+	ServerID            string      `json:"server_id"`
+	ToolName            string      `json:"tool_name"`
+	Action              string      `json:"action"`
+	MatchedRule         string      `json:"matched_rule"`
+	Reason              string      `json:"reason"`
+	PolicyVersion       string      `json:"policy_version"`
+	MetadataConfidence  *float64    `json:"metadata_confidence"`
+	Warnings            []string    `json:"warnings"`
+	ArgumentScanResult  *scanResult `json:"argument_scan_result"`
+	ResponseScanResult  *scanResult `json:"response_scan_result"`
+	AuditEventID        string      `json:"audit_event_id"`
+	InputHash           *string     `json:"input_hash"`
+	OutputHash          string      `json:"output_hash"`
+	ServerReceiptStatus string      `json:"server_receipt_status"`
+}
+
+// auditEvent is the payload of kind audit_event.
+type auditEvent struct {
+	AuditEventID       string          `json:"audit_event_id"`
+	Phase              string          `json:"phase"`
+	GatewayDecisionID  string          `json:"gateway_decision_id"`
+	ServerReceiptID    string          `json:"server_receipt_id"`
+	ToolName           string          `json:"tool_name"`
+	Action             string          `json:"action"`
+	VerificationStatus string          `json:"verification_status"`
+	Decision           *decision       `json:"decision"`
+	ServerReceipt      json.RawMessage `json:"server_receipt"`
+}
+
+// serverReceipt is the part of a stored server receipt the tests read.
+type serverReceipt struct {
+	ReceiptID          string `json:"receipt_id"`
+	ServerID           string `json:"server_id"`
+	ToolName           string `json:"tool_name"`
+	ToolCallID         string `json:"tool_call_id"`
+	IssuedBy           string `json:"issued_by"`
+	VerificationStatus string `json:"verification_status"`
+	InputHash          string `json:"input_hash"`
+	ReceiptSignature   string `json:"receipt_signature"`
+}
+
+// showJSON returns the entries `gatehouse ledger show --json ARGS` prints.
+func showJSON(t testing.TB, state string, args ...string) []entry {
+	t.Helper()
+	out := mustGH(t, append([]string{"ledger", "show", "--state", state, "--json"}, args...)...)
+	return parseEntries(t, out)
+}
+
+func parseEntries(t testing.TB, out string) []entry {
+	t.Helper()
+	var es []entry
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("ledger show printed a line that is not an entry: %q: %v", l, err)
+		}
+		e.leaf = l
+		es = append(es, e)
+	}
+	return es
+}
+
+func (e entry) decision(t testing.TB) decision {
+	t.Helper()
+	var d decision
+	if err := json.Unmarshal(e.Payload, &d); err != nil {
+		t.Fatalf("entry %d: %v", e.Seq, err)
+	}
+	return d
+}
+
+func (e entry) event(t testing.TB) auditEvent {
+	t.Helper()
+	var a auditEvent
+	if err := json.Unmarshal(e.Payload, &a); err != nil {
+		t.Fatalf("entry %d: %v", e.Seq, err)
+	}
+	return a
+}
+
+func (e entry) receipt(t testing.TB) serverReceipt {
+	t.Helper()
+	var r serverReceipt
+	if err := json.Unmarshal(e.Payload, &r); err != nil {
+		t.Fatalf("entry %d: %v", e.Seq, err)
+	}
+	return r
+}
+
+// callRecord is everything the ledger holds about one tools/call.
+type callRecord struct {
+	tool                     string
+	decision, outcome        *entry // kind gateway_decision, by phase
+	decisionEvt, outcomeEvt  *entry // kind audit_event, by phase
+	receipt                  *entry // kind server_receipt
+	decisionRcpt, outcomeRcp decision
+}
+
+// calls groups entries by gateway_decision_id into call records, keyed by
+// tool name (each test calls a tool once per ledger, unless it reads the
+// records itself).
+func calls(t testing.TB, es []entry) map[string]*callRecord {
+	t.Helper()
+	byDec := map[string]*callRecord{}
+	receipts := map[string]*entry{}
+	events := map[string]*entry{} // audit_event_id -> event entry
+	for i := range es {
+		e := &es[i]
+		switch e.Kind {
+		case "server_receipt":
+			receipts[e.RecordID] = e
+		case "audit_event":
+			events[e.RecordID] = e
+		}
+	}
+	for i := range es {
+		e := &es[i]
+		if e.Kind != "gateway_decision" {
+			continue
+		}
+		d := e.decision(t)
+		c := byDec[d.GatewayDecisionID]
+		if c == nil {
+			c = &callRecord{tool: d.ToolName}
+			byDec[d.GatewayDecisionID] = c
+		}
+		ev, ok := events[d.AuditEventID]
+		if !ok {
+			t.Fatalf("gateway decision at seq %d names audit event %q, which is not in the ledger", e.Seq, d.AuditEventID)
+		}
+		switch phase := ev.event(t).Phase; phase {
+		case "decision":
+			c.decision, c.decisionEvt, c.decisionRcpt = e, ev, d
+		case "outcome":
+			c.outcome, c.outcomeEvt, c.outcomeRcp = e, ev, d
+			if d.ServerReceiptID != "" {
+				c.receipt = receipts[d.ServerReceiptID]
+			}
+		default:
+			t.Fatalf("audit event %s has phase %q", d.AuditEventID, phase)
+		}
+	}
+	out := map[string]*callRecord{}
+	for _, c := range byDec {
+		if c.decision == nil {
+			t.Fatalf("gateway decision %s of %s has no decision-phase entry", c.decisionRcpt.GatewayDecisionID, c.tool)
+		}
+		if _, dup := out[c.tool]; dup {
+			t.Fatalf("tool %s was decided twice in this ledger", c.tool)
+		}
+		out[c.tool] = c
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// Keys, hashes, files.
+
+// edPublicKey is the receipt server's Ed25519 public key.
+func edPublicKey() ed25519.PublicKey {
+	seed, _ := hex.DecodeString(seedHex)
+	return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+}
+
+// writeKeysFile writes a receipt keys file configuring keyedID (Ed25519)
+// and hmacID (HMAC) and returns its path.
+func writeKeysFile(t testing.TB, dir string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "hmac.key"), []byte(hmacSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "receipt-keys.yaml")
+	body := fmt.Sprintf("%s:\n  ed25519_public_key: %q\n%s:\n  hmac_secret_file: hmac.key\n",
+		keyedID, base64.StdEncoding.EncodeToString(edPublicKey()), hmacID)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// jcsHash is "sha256:" + hex of the RFC 8785 canonical form of raw,
+// computed with jsontext alone (independently of the gateway's code).
+func jcsHash(t testing.TB, raw string) string {
+	t.Helper()
+	v := jsontext.Value(raw)
+	if err := v.Canonicalize(); err != nil {
+		t.Fatalf("canonicalize %s: %v", raw, err)
+	}
+	sum := sha256.Sum256(v)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func testdata(name string) string {
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func seqs(es []entry) []int64 {
+	out := make([]int64, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,207 @@
+package evidencee2e
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// TestLineageBothWays walks server_receipt_id -> gateway_decision_id ->
+// audit_event_id with `gatehouse ledger show --lineage` from each end (and
+// the middle) and expects the same linked set every time: the server
+// receipt, both gateway decision entries (decision and outcome phase) and
+// both audit events, and nothing of the other calls. Walking back from the
+// outcome audit event ends at the stored server receipt, exactly as the
+// server sent it: its signature still verifies.
+func TestLineageBothWays(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "ledger.db")
+	g := startGW(t, nil, []string{"--state", state, "--receipt-keys", writeKeysFile(t, t.TempDir()), "--server-id", keyedID}, receiptServer(keyedID))
+	g.handshake()
+	tools := []string{"signed_ok", "none", "unsigned", "legacy_interlock"}
+	for i, tool := range tools {
+		expectResult(t, g.call(fmt.Sprintf("l%d", i), tool, `{"path":"/a"}`), tool)
+	}
+	if code := g.finish(); code != 0 {
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+	}
+	all := showJSON(t, state)
+	recs := calls(t, all)
+	for _, tool := range tools {
+		r := recs[tool]
+		if r == nil || r.outcome == nil || r.receipt == nil {
+			t.Fatalf("%s: the ledger lacks its decision, outcome or server receipt", tool)
+		}
+		want := fmt.Sprint([]int64{r.decision.Seq, r.decisionEvt.Seq, r.receipt.Seq, r.outcome.Seq, r.outcomeEvt.Seq})
+		starts := map[string]string{
+			"server_receipt_id":           r.receipt.RecordID,
+			"gateway_decision_id":         r.outcomeRcp.GatewayDecisionID,
+			"audit_event_id (decision)":   r.decisionEvt.RecordID,
+			"audit_event_id (outcome)":    r.outcomeEvt.RecordID,
+			"outcome's server_receipt_id": r.outcomeRcp.ServerReceiptID,
+		}
+		for what, id := range starts {
+			if id == "" {
+				t.Errorf("%s: empty %s", tool, what)
+				continue
+			}
+			if got := fmt.Sprint(seqs(showJSON(t, state, "--lineage", id))); got != want {
+				t.Errorf("%s: ledger show --lineage %s (%s): seqs %s, want %s", tool, id, what, got, want)
+			}
+		}
+		// The table form lists the same records.
+		table := mustGH(t, "ledger", "show", "--state", state, "--lineage", r.outcomeEvt.RecordID)
+		for _, id := range []string{r.receipt.RecordID, r.outcomeRcp.GatewayDecisionID, r.decisionEvt.RecordID, r.outcomeEvt.RecordID} {
+			if !strings.Contains(table, id) {
+				t.Errorf("%s: ledger show --lineage (table) lacks %s:\n%s", tool, id, table)
+			}
+		}
+		// The links themselves.
+		dev, oev := r.decisionEvt.event(t), r.outcomeEvt.event(t)
+		if dev.GatewayDecisionID != r.decisionRcpt.GatewayDecisionID || oev.GatewayDecisionID != r.decisionRcpt.GatewayDecisionID {
+			t.Errorf("%s: audit events name decisions %q and %q, want %q", tool, dev.GatewayDecisionID, oev.GatewayDecisionID, r.decisionRcpt.GatewayDecisionID)
+		}
+		if oev.ServerReceiptID != r.receipt.RecordID || oev.Decision == nil || oev.Decision.ServerReceiptID != r.receipt.RecordID {
+			t.Errorf("%s: outcome audit event does not link server receipt %s", tool, r.receipt.RecordID)
+		}
+		if r.outcomeRcp.AuditEventID != r.outcomeEvt.RecordID || r.decisionRcpt.AuditEventID != r.decisionEvt.RecordID {
+			t.Errorf("%s: gateway decisions name audit events %q/%q, want %q/%q", tool,
+				r.decisionRcpt.AuditEventID, r.outcomeRcp.AuditEventID, r.decisionEvt.RecordID, r.outcomeEvt.RecordID)
+		}
+		// Backward to the server's evidence: the audit event carries the
+		// receipt as stored, which re-verifies.
+		if !jsonEqual(t, oev.ServerReceipt, r.receipt.Payload) {
+			t.Errorf("%s: the outcome audit event's server_receipt differs from the stored receipt:\n%s\n%s", tool, oev.ServerReceipt, r.receipt.Payload)
+		}
+		if tool == "signed_ok" {
+			if !receiptSignatureOK(t, r.receipt.Payload) {
+				t.Errorf("signed_ok: the stored server receipt's Ed25519 signature does not verify: %s", r.receipt.Payload)
+			}
+		}
+	}
+}
+
+// jsonEqual reports whether a and b have the same RFC 8785 form.
+func jsonEqual(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	va, vb := jsontext.Value(append([]byte(nil), a...)), jsontext.Value(append([]byte(nil), b...))
+	if err := va.Canonicalize(); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := vb.Canonicalize(); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return string(va) == string(vb)
+}
+
+// receiptSignatureOK checks an Ed25519 receipt signature independently:
+// over the RFC 8785 form of the receipt without receipt_signature and
+// verification_status (evidence.md §2).
+func receiptSignatureOK(t testing.TB, receipt []byte) bool {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(receipt, &m); err != nil {
+		t.Fatal(err)
+	}
+	var sigText string
+	if err := json.Unmarshal(m["receipt_signature"], &sigText); err != nil {
+		t.Fatalf("receipt_signature: %v", err)
+	}
+	sig, err := base64.StdEncoding.DecodeString(sigText)
+	if err != nil {
+		t.Fatalf("receipt_signature: %v", err)
+	}
+	delete(m, "receipt_signature")
+	delete(m, "verification_status")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := jsontext.Value(b)
+	if err := v.Canonicalize(); err != nil {
+		t.Fatal(err)
+	}
+	return ed25519.Verify(edPublicKey(), v, sig)
+}
+
+// TestDeniedCall: a call the policy denies gets -32080, never reaches the
+// server, and leaves a gateway decision receipt (action deny, the rule and
+// its reason, response_scan_result not_run with a reason) and its audit
+// event, with no server receipt and no outcome.
+func TestDeniedCall(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "ledger.db")
+	g := startGW(t, nil, []string{
+		"--state", state, "--policy", testdata("deny-unsigned.yaml"),
+		"--receipt-keys", writeKeysFile(t, t.TempDir()), "--server-id", keyedID, "--require-receipts", "verified",
+	}, receiptServer(keyedID))
+	g.handshake()
+	m := g.call("d1", "unsigned", `{"a":1}`)
+	expectError(t, m, -32080, "denied call")
+	if !strings.Contains(string(m.raw), "deny_unsigned_tool") {
+		t.Errorf("denial does not name the rule: %s", m.raw)
+	}
+	m = g.call("d2", "signed_ok", `{"a":1}`)
+	expectResult(t, m, "allowed call")
+	if code := g.finish(); code != 0 {
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+	}
+	verifyLedger(t, state)
+
+	all := showJSON(t, state)
+	recs := calls(t, all)
+	r := recs["unsigned"]
+	if r == nil {
+		t.Fatal("no gateway decision for the denied call")
+	}
+	d := r.decisionRcpt
+	if d.Action != "deny" || d.MatchedRule != "deny_unsigned_tool" || d.Reason != "the unsigned tool is not allowed through this gateway" || d.PolicyVersion != "e2e-deny-1" {
+		t.Errorf("denied call's receipt: action %q rule %q reason %q policy_version %q", d.Action, d.MatchedRule, d.Reason, d.PolicyVersion)
+	}
+	if d.ResponseScanResult == nil || d.ResponseScanResult.Status != "not_run" || d.ResponseScanResult.Reason == "" {
+		t.Errorf("denied call's response_scan_result %+v, want status not_run with a reason", d.ResponseScanResult)
+	} else if !strings.Contains(d.ResponseScanResult.Reason, "held before upstream forwarding") {
+		t.Errorf("denied call's response_scan_result reason %q", d.ResponseScanResult.Reason)
+	}
+	if d.ServerReceiptID != "" || d.ServerReceiptStatus != "" {
+		t.Errorf("denied call's receipt references server receipt %q (status %q)", d.ServerReceiptID, d.ServerReceiptStatus)
+	}
+	if ev := r.decisionEvt.event(t); ev.Action != "deny" || ev.Phase != "decision" || len(ev.ServerReceipt) != 0 {
+		t.Errorf("denied call's audit event: action %q phase %q server_receipt %s", ev.Action, ev.Phase, ev.ServerReceipt)
+	}
+	if r.outcome != nil {
+		t.Errorf("denied call has an outcome: %s", r.outcome.Payload)
+	}
+	// No server receipt for it: neither from the server nor synthesized.
+	for _, e := range all {
+		if e.Kind != "server_receipt" {
+			continue
+		}
+		sr := e.receipt(t)
+		if sr.ToolName == "unsigned" || sr.ToolCallID == "req_d1" {
+			t.Errorf("server receipt entry for the denied call: %s", e.Payload)
+		}
+	}
+	// The server never saw it: the allowed call got the server's first
+	// receipt.
+	if a := recs["signed_ok"]; a == nil || a.receipt == nil || a.receipt.RecordID != "mcp_rcpt_rs_000001" {
+		t.Errorf("the allowed call's receipt is not the server's first")
+	}
+	// Its lineage is the decision and its event, nothing else.
+	want := fmt.Sprint([]int64{r.decision.Seq, r.decisionEvt.Seq})
+	for _, id := range []string{r.decisionEvt.RecordID, d.GatewayDecisionID} {
+		if got := fmt.Sprint(seqs(showJSON(t, state, "--lineage", id))); got != want {
+			t.Errorf("ledger show --lineage %s: seqs %s, want %s", id, got, want)
+		}
+	}
+	// And `show --action deny` finds it.
+	if es := showJSON(t, state, "--action", "deny", "--kind", "gateway_decision"); len(es) != 1 || es[0].Seq != r.decision.Seq {
+		t.Errorf("ledger show --action deny --kind gateway_decision: %d entries", len(es))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -154,8 +155,18 @@ func TestCanonicalize(t *testing.T) {
 	if err != nil || string(got) != `{"a":[100,"A"],"b":1}` {
 		t.Fatalf("Canonicalize = %s, %v", got, err)
 	}
-	if _, err := Canonicalize([]byte(`{"id":12345678901234567890}`)); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("Canonicalize of an integer beyond 2^53: %v, want ErrInvalid", err)
+	if _, err := Canonicalize([]byte(`{"id":12345678901234567890}`)); !errors.Is(err, ErrInvalid) || !errors.Is(err, jcs.ErrInexactNumber) {
+		t.Fatalf("Canonicalize of an integer beyond 2^53: %v, want ErrInvalid and jcs.ErrInexactNumber", err)
+	}
+	// Whatever Canonicalize produces, Append accepts.
+	for _, in := range []string{`{"b":[1e21,0.000001,1E-7,"\u00e9\u001f"],"a":{"z":true,"ﬀ":null,"😀":-0}}`, `"x"`, `[]`} {
+		c, err := Canonicalize([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkPayload(c); err != nil {
+			t.Errorf("Canonicalize(%s) = %s, which checkPayload rejects: %v", in, c, err)
+		}
 	}
 	if _, err := Canonicalize([]byte(`{"a":1,"a":2}`)); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Canonicalize of duplicate names: %v, want ErrInvalid", err)

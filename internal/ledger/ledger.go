@@ -64,7 +64,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 )
 
 // Entry kinds written by Gatehouse. Any kind matching [a-z][a-z0-9_]{0,63}
@@ -392,60 +392,18 @@ func checkPayload(p []byte) error {
 	return nil
 }
 
-// Canonicalize returns the RFC 8785 canonical form of the JSON value v,
-// rejecting duplicate member names and invalid UTF-8, and rejecting numbers
-// whose canonical form differs in value (integers beyond 2^53) instead of
-// rounding them. Callers use it to produce an Append payload.
+// Canonicalize returns the RFC 8785 canonical form of the JSON value v, to
+// be passed to Append as a payload. It is jcs.Canonical (the project's one
+// RFC 8785 implementation): duplicate member names, invalid UTF-8 and
+// numbers that a double cannot carry exactly (integers beyond 2^53, excess
+// decimal precision, out of range) are errors, never rounded. Errors wrap
+// ErrInvalid, and jcs.ErrInexactNumber for such numbers.
 func Canonicalize(v []byte) ([]byte, error) {
-	c := jsontext.Value(bytes.Clone(v))
-	if err := c.Canonicalize(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	// Integers must survive canonicalization exactly.
-	if err := sameIntegers(v, c); err != nil {
-		return nil, err
+	c, err := jcs.Canonical(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return c, nil
-}
-
-// sameIntegers reports an error if an integer literal of orig (a number
-// without fraction or exponent) is not reproduced digit for digit in canon.
-func sameIntegers(orig, canon []byte) error {
-	d1 := jsontext.NewDecoder(bytes.NewReader(orig))
-	d2 := jsontext.NewDecoder(bytes.NewReader(canon))
-	// Walk both token streams; object member order may differ, so compare
-	// the multiset of integer literals instead of positions.
-	count := map[string]int{}
-	for {
-		tok, err := d1.ReadToken()
-		if err != nil {
-			break
-		}
-		if tok.Kind() == '0' {
-			s := tok.String()
-			if bytes.IndexAny([]byte(s), ".eE") < 0 {
-				count[s]++
-			}
-		}
-	}
-	for {
-		tok, err := d2.ReadToken()
-		if err != nil {
-			break
-		}
-		if tok.Kind() == '0' {
-			s := tok.String()
-			if bytes.IndexAny([]byte(s), ".eE") < 0 {
-				count[s]--
-			}
-		}
-	}
-	for s, n := range count {
-		if n > 0 && s != "-0" {
-			return fmt.Errorf("%w: the integer %s cannot be represented exactly in RFC 8785 canonical JSON (beyond 2^53)", ErrInvalid, s)
-		}
-	}
-	return nil
 }
 
 // validChainHash reports whether s is "sha256:" and 64 lowercase hex digits.

@@ -38,14 +38,18 @@ const (
 // a consistency proof is an RFC 6962 §2.1.2 consistency proof
 // (tlog.TreeProof). Hashes are standard padded base64 of 32 bytes.
 type Proof struct {
+	// Format is ProofFormat.
 	Format string `json:"format"`
-	Type   string `json:"type"`
+	// Type is ProofInclusion or ProofConsistency.
+	Type string `json:"type"`
 	// Leaf is the entry's leaf bytes (inclusion only).
 	Leaf []byte `json:"leaf,omitempty"`
 	// LeafIndex is the entry's seq (inclusion only).
 	LeafIndex *int64 `json:"leaf_index,omitempty"`
-	// OldSize and OldCheckpoint are the earlier tree (consistency only).
-	OldSize       *int64 `json:"old_size,omitempty"`
+	// OldSize is the size of the earlier tree (consistency only).
+	OldSize *int64 `json:"old_size,omitempty"`
+	// OldCheckpoint is the earlier tree's signed checkpoint (consistency
+	// only).
 	OldCheckpoint string `json:"old_checkpoint,omitempty"`
 	// TreeSize is the size of the tree of Checkpoint.
 	TreeSize int64 `json:"tree_size"`

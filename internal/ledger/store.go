@@ -97,3 +97,13 @@ type StoredCheckpoint struct {
 	// Created is when the checkpoint was stored (not signed; informative).
 	Created time.Time
 }
+
+// Every backend implements Store; the compiler checks it.
+var (
+	_ Store = (*sqliteStore)(nil)
+	_ Store = (*pgStore)(nil)
+	_ Store = (*memStore)(nil)
+	_ Tx    = (*sqliteTx)(nil)
+	_ Tx    = (*pgTx)(nil)
+	_ Tx    = (*memTx)(nil)
+)

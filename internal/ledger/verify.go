@@ -56,6 +56,7 @@ type Problem struct {
 	Reason string `json:"reason"`
 }
 
+// String is "entry N: reason" or "checkpoint ID: reason".
 func (p *Problem) String() string {
 	if p.Seq >= 0 {
 		return fmt.Sprintf("entry %d: %s", p.Seq, p.Reason)

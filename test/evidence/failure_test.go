@@ -1,0 +1,209 @@
+package evidencee2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fsizeLimit is the RLIMIT_FSIZE gatehouse runs under when its ledger must
+// not be writable: enough for SQLite's 32 KiB shared-memory index, less
+// than the write-ahead log left behind (see unwritableLedger).
+const fsizeLimit = 64 << 10
+
+// unwritableLedger prepares a SQLite ledger that a gatehouse running under
+// `prlimit --fsize=fsizeLimit` can open and read but not append to: a
+// gatehouse appends until the write-ahead log is well past the limit and is
+// then killed with SIGKILL, so the log is not checkpointed away. The next
+// writer must append after its last frame, beyond the limit (EFBIG).
+func unwritableLedger(t *testing.T) string {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "ledger.db")
+	g := startGW(t, nil, []string{"--state", state}, []string{fakeBin})
+	g.handshake()
+	for i := 0; ; i++ {
+		expectResult(t, g.call(fmt.Sprintf("w%d", i), "echo", `{"fill":true}`), "filling call")
+		fi, err := os.Stat(state + "-wal")
+		if err == nil && fi.Size() > 2*fsizeLimit {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("the write-ahead log did not grow past %d bytes", 2*fsizeLimit)
+		}
+	}
+	g.kill()
+	verifyLedger(t, state)
+	return state
+}
+
+func needPrlimit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) is not installed")
+	}
+}
+
+// waitStderr waits until gatehouse's stderr contains s.
+func (g *gw) waitStderr(s string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if strings.Contains(g.stderr.String(), s) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return strings.Contains(g.stderr.String(), s)
+}
+
+// TestLedgerWriteFailureFailsClosed: when the ledger cannot be written, the
+// error is on stderr and an allowed call is refused with -32081 before it
+// reaches the server (the default, and on_log_failure: fail_closed).
+func TestLedgerWriteFailureFailsClosed(t *testing.T) {
+	t.Parallel()
+	needPrlimit(t)
+	for name, policy := range map[string]string{"built-in default": "", "fail_closed": "fail-closed.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			state := unwritableLedger(t)
+			record := filepath.Join(t.TempDir(), "record")
+			flags := []string{"--state", state}
+			if policy != "" {
+				flags = append(flags, "--policy", testdata(policy))
+			}
+			g := startGW(t, []string{"prlimit", "--fsize=" + strconv.Itoa(fsizeLimit), "--"}, flags, []string{fakeBin, "--record", record})
+			g.handshake()
+			for _, id := range []string{"x1", "x2"} {
+				m := g.call(id, "echo", `{"a":1}`)
+				expectError(t, m, -32081, "call with an unwritable ledger")
+				if !strings.Contains(string(m.raw), "decision_not_recorded") {
+					t.Errorf("refusal does not say why: %s", m.raw)
+				}
+			}
+			if !g.waitStderr("ledger: write failed", 5*time.Second) {
+				t.Errorf("the ledger write error is not on stderr:\n%s", g.tail())
+			}
+			g.finish()
+			rec, err := os.ReadFile(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(rec, []byte(`"tools/call"`)) {
+				t.Errorf("a refused call reached the server:\n%s", rec)
+			}
+			// What was stored before still verifies.
+			verifyLedger(t, state)
+		})
+	}
+}
+
+// TestLedgerWriteFailureFailOpen: with on_log_failure: fail_open an allowed
+// call whose decision cannot be recorded still goes to the server; its
+// response is then withheld with -32082 because the outcome cannot be
+// recorded either (docs/policy.md, on_log_failure). The error is on stderr.
+func TestLedgerWriteFailureFailOpen(t *testing.T) {
+	t.Parallel()
+	needPrlimit(t)
+	state := unwritableLedger(t)
+	record := filepath.Join(t.TempDir(), "record")
+	g := startGW(t, []string{"prlimit", "--fsize=" + strconv.Itoa(fsizeLimit), "--"},
+		[]string{"--state", state, "--policy", testdata("fail-open.yaml")}, []string{fakeBin, "--record", record})
+	g.handshake()
+	m := g.call("o1", "echo", `{"a":1}`)
+	if m.Error != nil && m.Error.Code == -32081 {
+		t.Fatalf("fail_open: the call was refused: %s", m.raw)
+	}
+	expectError(t, m, -32082, "fail_open call whose outcome cannot be recorded")
+	if !strings.Contains(m.Error.Message, "could not be recorded") {
+		t.Errorf("-32082 does not say why: %s", m.raw)
+	}
+	if !g.waitStderr("ledger: write failed", 5*time.Second) {
+		t.Errorf("the ledger write error is not on stderr:\n%s", g.tail())
+	}
+	g.finish()
+	rec, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(rec, []byte(`"id":"o1"`)) {
+		t.Errorf("fail_open: the call did not reach the server; it read:\n%s", rec)
+	}
+}
+
+// TestRefusedConfiguration: evidence options that cannot work are refused
+// with exit 78 before the server is spawned.
+func TestRefusedConfiguration(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "not-a-directory")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badKeys := filepath.Join(dir, "bad-keys.yaml")
+	if err := os.WriteFile(badKeys, []byte("rs-e2e:\n  ed25519_public_key: \"not base64!\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	okState := filepath.Join(dir, "ok", "ledger.db")
+	tests := []struct {
+		name  string
+		flags []string
+		code  int
+		in    string // stderr must contain this
+	}{
+		{"state directory cannot be created", []string{"--state", filepath.Join(blocker, "sub", "ledger.db")}, 78, "--state"},
+		{"require-receipts bogus", []string{"--state", okState, "--require-receipts", "bogus"}, 78, "--require-receipts"},
+		{"receipt-keys missing", []string{"--state", okState, "--receipt-keys", filepath.Join(dir, "missing.yaml")}, 78, "--receipt-keys"},
+		{"receipt-keys malformed", []string{"--state", okState, "--receipt-keys", badKeys}, 78, "--receipt-keys"},
+		{"ledger-key missing", []string{"--state", okState, "--ledger-key", filepath.Join(dir, "missing.skey")}, 78, "--ledger-key"},
+		{"postgres unreachable", []string{"--state", "postgres://gatehouse@127.0.0.1:1/none?sslmode=disable&connect_timeout=3"}, 78, "--state"},
+		// The control: the same command with a usable configuration
+		// starts the server.
+		{"control", []string{"--state", okState, "--require-receipts", "present", "--receipt-keys", writeKeysFile(t, dir)}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			marker := filepath.Join(t.TempDir(), "marker")
+			code, stderr := runWrapNoInput(t, tt.flags, []string{fakeBin, "--marker", marker})
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			_, err := os.Stat(marker)
+			if spawned := err == nil; spawned != (tt.code == 0) {
+				t.Errorf("server spawned: %v (exit %d)", spawned, code)
+			}
+			if !strings.Contains(stderr, tt.in) {
+				t.Errorf("stderr does not mention %s:\n%s", tt.in, stderr)
+			}
+		})
+	}
+}
+
+// runWrapNoInput runs gatehouse wrap with an empty stdin and returns its
+// exit code and stderr.
+func runWrapNoInput(t *testing.T, flags, server []string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	args := append(append(append([]string{"wrap"}, flags...), "--"), server...)
+	cmd := exec.CommandContext(ctx, gatehouseBin, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("gatehouse wrap did not exit within %v; stderr:\n%s", cliTimeout, se.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), se.String()
+}

@@ -214,14 +214,30 @@ func (l *Ledger) Store() Store { return l.store }
 // may still be written). Append is safe for concurrent use; concurrent
 // appends share transactions.
 func (l *Ledger) Append(ctx context.Context, kind, recordID string, payload []byte) (Entry, error) {
-	if err := checkKind(kind); err != nil {
+	wait, err := l.Enqueue(ctx, kind, recordID, payload)
+	if err != nil {
 		return Entry{}, err
+	}
+	return wait()
+}
+
+// Enqueue queues one entry exactly as Append does but returns as soon as it
+// is queued, with wait, which blocks until the entry is durable and returns
+// what Append would have. Entries enqueued one after the other (by one
+// goroutine) are committed in that order; entries enqueued before a wait
+// returns share transactions with other appends (group commit), so a
+// caller with several entries enqueues them all and then waits. Each wait
+// must be called at most once. Errors of Enqueue itself are Append's that
+// come before queueing (ErrInvalid, ErrClosed, ctx.Err()).
+func (l *Ledger) Enqueue(ctx context.Context, kind, recordID string, payload []byte) (wait func() (Entry, error), err error) {
+	if err := checkKind(kind); err != nil {
+		return nil, err
 	}
 	if err := checkRecordID(recordID); err != nil {
-		return Entry{}, err
+		return nil, err
 	}
 	if err := checkPayload(payload); err != nil {
-		return Entry{}, err
+		return nil, err
 	}
 	req := &appendReq{
 		ctx:      ctx,
@@ -233,21 +249,23 @@ func (l *Ledger) Append(ctx context.Context, kind, recordID string, payload []by
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return Entry{}, ErrClosed
+		return nil, ErrClosed
 	}
 	select {
 	case l.reqs <- req:
 		l.mu.RUnlock()
 	case <-ctx.Done():
 		l.mu.RUnlock()
-		return Entry{}, ctx.Err()
+		return nil, ctx.Err()
 	}
-	select {
-	case r := <-req.done:
-		return r.e, r.err
-	case <-ctx.Done():
-		return Entry{}, ctx.Err()
-	}
+	return func() (Entry, error) {
+		select {
+		case r := <-req.done:
+			return r.e, r.err
+		case <-ctx.Done():
+			return Entry{}, ctx.Err()
+		}
+	}, nil
 }
 
 // Checkpoint returns a checkpoint of the ledger as it is now. With a Signer

@@ -196,3 +196,59 @@ func checkStatusCase(t *testing.T, r *callRecord, c statusCase, req, serverID, g
 			c.tool, r.decision.Seq, r.receipt.Seq, r.outcome.Seq, r.outcomeEvt.Seq)
 	}
 }
+
+// TestPolicyReceiptsRequire: receipts.require from the policy, per server
+// (receipts.servers) with receipts.require as the fallback, and
+// --require-receipts overriding both.
+func TestPolicyReceiptsRequire(t *testing.T) {
+	t.Parallel()
+	keys := writeKeysFile(t, t.TempDir())
+	pol := testdata("receipts-require.yaml")
+	runs := []struct {
+		name     string
+		serverID string
+		extra    []string
+		// tool -> outcome action; "deny" means -32082 to the client.
+		want map[string]string
+	}{
+		{"servers entry present", keyedID, nil, map[string]string{"signed_ok": "allow", "unsigned": "monitor", "none": "deny", "bad_signature": "deny"}},
+		{"require verified", "rs-other", nil, map[string]string{"signed_ok": "deny", "unsigned": "deny", "none": "deny"}},
+		{"flag overrides the policy", keyedID, []string{"--require-receipts", "none"}, map[string]string{"unsigned": "allow", "none": "allow", "bad_signature": "allow"}},
+	}
+	for _, run := range runs {
+		t.Run(run.name, func(t *testing.T) {
+			t.Parallel()
+			state := filepath.Join(t.TempDir(), "ledger.db")
+			flags := append([]string{"--state", state, "--policy", pol, "--receipt-keys", keys, "--server-id", run.serverID}, run.extra...)
+			g := startGW(t, nil, flags, receiptServer(run.serverID))
+			g.handshake()
+			i := 0
+			for tool, action := range run.want {
+				i++
+				m := g.call(fmt.Sprintf("p%d", i), tool, `{}`)
+				if action == "deny" {
+					expectError(t, m, -32082, tool)
+				} else {
+					expectResult(t, m, tool)
+				}
+			}
+			if code := g.finish(); code != 0 {
+				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+			}
+			recs := calls(t, showJSON(t, state))
+			for tool, action := range run.want {
+				r := recs[tool]
+				if r == nil || r.outcome == nil {
+					t.Errorf("%s: no outcome", tool)
+					continue
+				}
+				if r.outcomeRcp.Action != action {
+					t.Errorf("%s: outcome action %q, want %q", tool, r.outcomeRcp.Action, action)
+				}
+				if r.outcomeRcp.PolicyVersion != "e2e-receipts-1" {
+					t.Errorf("%s: policy_version %q", tool, r.outcomeRcp.PolicyVersion)
+				}
+			}
+		})
+	}
+}

@@ -220,39 +220,67 @@ type msg struct {
 // readTimeout; responses to other ids read meanwhile are kept.
 func (g *gw) response(id string) msg {
 	g.t.Helper()
+	return g.responseWithin(id, readTimeout)
+}
+
+func (g *gw) responseWithin(id string, d time.Duration) msg {
+	g.t.Helper()
 	if m, ok := g.held[id]; ok {
 		delete(g.held, id)
 		return m
 	}
-	deadline := time.After(readTimeout)
+	deadline := time.After(d)
 	for {
 		select {
 		case l, ok := <-g.lines:
 			if !ok {
 				g.t.Fatalf("gatehouse closed its stdout before the response to %s; stderr:\n%s", id, g.tail())
 			}
-			var m msg
-			if err := json.Unmarshal(l, &m); err != nil {
-				g.t.Fatalf("gatehouse wrote a line that is not JSON: %q", l)
+			for _, m := range decodeLine(g.t, l) {
+				if m.Method != "" || m.ID == nil {
+					continue // a server request or notification
+				}
+				g.held[string(m.ID)] = m
 			}
-			m.raw = l
-			if m.Method != "" || m.ID == nil {
-				continue // a server request or notification
-			}
-			if string(m.ID) == id {
+			if m, ok := g.held[id]; ok {
+				delete(g.held, id)
 				return m
 			}
-			g.held[string(m.ID)] = m
 		case <-deadline:
-			g.t.Fatalf("no response to %s within %v; stderr:\n%s", id, readTimeout, g.tail())
+			g.t.Fatalf("no response to %s within %v; stderr:\n%s", id, d, g.tail())
 		}
 	}
 }
 
-// handshake initializes the session and lists the tools.
-func (g *gw) handshake() {
+// decodeLine decodes one line gatehouse wrote: a message, or a batch of
+// them (each member's raw is the whole line).
+func decodeLine(t testing.TB, l []byte) []msg {
+	t.Helper()
+	var ms []msg
+	if bytes.HasPrefix(bytes.TrimSpace(l), []byte("[")) {
+		if err := json.Unmarshal(l, &ms); err != nil {
+			t.Fatalf("gatehouse wrote a batch that is not JSON: %q", l)
+		}
+	} else {
+		var m msg
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("gatehouse wrote a line that is not JSON: %q", l)
+		}
+		ms = append(ms, m)
+	}
+	for i := range ms {
+		ms[i].raw = l
+	}
+	return ms
+}
+
+// handshake initializes the session (protocol revision 2025-06-18) and
+// lists the tools.
+func (g *gw) handshake() { g.handshakeRevision("2025-06-18") }
+
+func (g *gw) handshakeRevision(rev string) {
 	g.t.Helper()
-	g.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"evidence-e2e","version":"1"}}}`)
+	g.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + rev + `","capabilities":{},"clientInfo":{"name":"evidence-e2e","version":"1"}}}`)
 	if m := g.response(`"init"`); m.Result == nil {
 		g.t.Fatalf("initialize failed: %s", m.raw)
 	}

@@ -142,6 +142,49 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 		}
 	})
 
+	t.Run("rows", func(t *testing.T) {
+		mid := n / 2
+		cases := []struct {
+			name    string
+			sql     string
+			args    []any
+			wantSeq int64 // -1: any problem
+		}{
+			{"middle entry deleted", `DELETE FROM ledger_entries WHERE seq = ?`, []any{mid}, mid},
+			{"newest entry deleted", `DELETE FROM ledger_entries WHERE seq = ?`, []any{n - 1}, -1},
+			{"two entries swapped", `UPDATE ledger_entries SET leaf = CASE seq WHEN ? THEN (SELECT leaf FROM ledger_entries WHERE seq = ?) ELSE (SELECT leaf FROM ledger_entries WHERE seq = ?) END WHERE seq IN (?, ?)`,
+				[]any{mid, mid + 1, mid, mid, mid + 1}, mid},
+			{"tree hash changed", `UPDATE ledger_hashes SET hash = zeroblob(32) WHERE idx = (SELECT max(idx) FROM ledger_hashes)`, nil, -1},
+			{"checkpoint note changed", `UPDATE ledger_checkpoints SET note = CAST(replace(CAST(note AS TEXT), 'gatehouse-ledger/', 'gatehouse-ledgeR/') AS BLOB) WHERE id = (SELECT max(id) FROM ledger_checkpoints)`, nil, -1},
+			{"newest five entries truncated", `DELETE FROM ledger_entries WHERE seq >= ?`, []any{n - 5}, -1},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				cp := copyLedger(t, state)
+				db, err := sql.Open("sqlite", cp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := db.Exec(c.sql, c.args...)
+				if err != nil {
+					t.Fatalf("%s: %v", c.sql, err)
+				}
+				if k, _ := res.RowsAffected(); k == 0 {
+					t.Fatalf("%s changed nothing", c.sql)
+				}
+				db.Close()
+				rep, r := verifyReport(t, cp)
+				if r.code != 1 || rep.OK || rep.Problem == nil {
+					t.Fatalf("ledger verify: exit %d, %+v", r.code, rep)
+				}
+				if c.wantSeq >= 0 && rep.Problem.Seq != c.wantSeq {
+					t.Errorf("verify names entry %d (%s), want %d", rep.Problem.Seq, rep.Problem.Reason, c.wantSeq)
+				}
+			})
+		}
+	})
+
 	// An auditor saves the current checkpoint (signed now, covering every
 	// entry), to ask later for a consistency proof.
 	oldCkpt := mustGH(t, "ledger", "checkpoint", "--state", state, "--key", skeyPath())
@@ -153,6 +196,18 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 	otherKeys := t.TempDir()
 	mustGH(t, "keys", "generate", "--name", "other-auditor", "--out", otherKeys)
 	otherVkey := filepath.Join(otherKeys, "other-auditor.vkey")
+	// keys generate never overwrites.
+	vkeyBefore, _ := os.ReadFile(otherVkey)
+	if r := gh(t, "keys", "generate", "--name", "other-auditor", "--out", otherKeys); r.code != 1 {
+		t.Errorf("keys generate over existing keys: exit %d, want 1", r.code)
+	}
+	if after, _ := os.ReadFile(otherVkey); string(after) != string(vkeyBefore) {
+		t.Errorf("keys generate overwrote %s", otherVkey)
+	}
+	// The whole ledger does not verify with another key.
+	if r := gh(t, "ledger", "verify", "--state", state, "--key", otherVkey); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "checkpoint") {
+		t.Errorf("ledger verify with another key: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	t.Run("inclusion", func(t *testing.T) {
 		r := calls(t, entries)["signed_ok"]

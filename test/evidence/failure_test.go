@@ -163,6 +163,9 @@ func TestRefusedConfiguration(t *testing.T) {
 		{"receipt-keys malformed", []string{"--state", okState, "--receipt-keys", badKeys}, 78, "--receipt-keys"},
 		{"ledger-key missing", []string{"--state", okState, "--ledger-key", filepath.Join(dir, "missing.skey")}, 78, "--ledger-key"},
 		{"postgres unreachable", []string{"--state", "postgres://gatehouse@127.0.0.1:1/none?sslmode=disable&connect_timeout=3"}, 78, "--state"},
+		// receipts.require needs the ledger.
+		{"no-ledger with require-receipts", []string{"--no-ledger", "--require-receipts", "verified"}, 78, "ledger"},
+		{"no-ledger with the policy's receipts.require", []string{"--no-ledger", "--policy", testdata("receipts-require.yaml")}, 78, "ledger"},
 		// The control: the same command with a usable configuration
 		// starts the server.
 		{"control", []string{"--state", okState, "--require-receipts", "present", "--receipt-keys", writeKeysFile(t, dir)}, 0, ""},

@@ -149,6 +149,8 @@ func TestDeniedCall(t *testing.T) {
 	}
 	m = g.call("d2", "signed_ok", `{"a":1}`)
 	expectResult(t, m, "allowed call")
+	m = g.call("d3", "no_such_tool", `{"a":1}`)
+	expectError(t, m, -32080, "unknown tool")
 	if code := g.finish(); code != 0 {
 		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
 	}
@@ -200,8 +202,18 @@ func TestDeniedCall(t *testing.T) {
 			t.Errorf("ledger show --lineage %s: seqs %s, want %s", id, got, want)
 		}
 	}
-	// And `show --action deny` finds it.
-	if es := showJSON(t, state, "--action", "deny", "--kind", "gateway_decision"); len(es) != 1 || es[0].Seq != r.decision.Seq {
-		t.Errorf("ledger show --action deny --kind gateway_decision: %d entries", len(es))
+	// A tool the server does not list is denied by the gateway and
+	// recorded the same way, with a warning.
+	u := recs["no_such_tool"]
+	if u == nil {
+		t.Fatal("no gateway decision for the unknown tool")
+	}
+	if d := u.decisionRcpt; d.Action != "deny" || d.MatchedRule != "unknown_tool" || !contains(d.Warnings, "tool not listed by the server") ||
+		d.ResponseScanResult == nil || d.ResponseScanResult.Status != "not_run" || u.outcome != nil || u.receipt != nil {
+		t.Errorf("unknown tool's receipt: %s", u.decision.Payload)
+	}
+	// And `show --action deny` finds both.
+	if es := showJSON(t, state, "--action", "deny", "--kind", "gateway_decision"); fmt.Sprint(seqs(es)) != fmt.Sprint([]int64{r.decision.Seq, u.decision.Seq}) {
+		t.Errorf("ledger show --action deny --kind gateway_decision: seqs %v", seqs(es))
 	}
 }

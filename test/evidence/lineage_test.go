@@ -217,3 +217,47 @@ func TestDeniedCall(t *testing.T) {
 		t.Errorf("ledger show --action deny --kind gateway_decision: seqs %v", seqs(es))
 	}
 }
+
+// TestToolCallIDCorrelation: the tool_call_id the gateway derives
+// (params._meta tool-use id, else "req_" + the JSON-RPC id) is the one the
+// server puts in its receipt, so no tool_call_id conflict is raised, and
+// the synthesized receipt carries it.
+func TestToolCallIDCorrelation(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "ledger.db")
+	g := startGW(t, nil, []string{"--state", state, "--receipt-keys", writeKeysFile(t, t.TempDir()), "--server-id", keyedID}, receiptServer(keyedID))
+	g.handshake()
+	cases := []struct {
+		id, tool, meta, want string
+	}{
+		{"7", "unsigned", "", "req_7"},
+		{`"s1"`, "signed_ok", `{"claudecode/toolUseId":"toolu_01ABC"}`, "toolu_01ABC"},
+		{`"s2"`, "none", `{"tool_call_id":"tc-42"}`, "tc-42"},
+		{"8.5", "legacy_interlock", `{"progressToken":1}`, "req_8.5"},
+	}
+	for _, c := range cases {
+		params := `{"name":"` + c.tool + `","arguments":{}`
+		if c.meta != "" {
+			params += `,"_meta":` + c.meta
+		}
+		g.send(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":` + params + `}}`)
+		expectResult(t, g.response(c.id), c.tool)
+	}
+	if code := g.finish(); code != 0 {
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+	}
+	recs := calls(t, showJSON(t, state))
+	for _, c := range cases {
+		r := recs[c.tool]
+		if r == nil || r.receipt == nil {
+			t.Errorf("%s: no server receipt", c.tool)
+			continue
+		}
+		if got := r.receipt.receipt(t).ToolCallID; got != c.want {
+			t.Errorf("%s (id %s): receipt tool_call_id %q, want %q", c.tool, c.id, got, c.want)
+		}
+		if contains(r.outcomeRcp.Warnings, "receipt tool_call_id differs from the call") {
+			t.Errorf("%s (id %s): tool_call_id conflict: %q", c.tool, c.id, r.outcomeRcp.Warnings)
+		}
+	}
+}

@@ -40,7 +40,10 @@ demo:
 test: deps build
 	@rc=0; started=0; \
 	if [ -z "$${GATEHOUSE_TEST_POSTGRES:-}" ]; then \
-		if GATEHOUSE_TEST_POSTGRES="$$(scripts/postgres.sh start </dev/null)"; then \
+		if GATEHOUSE_TEST_POSTGRES="$$(scripts/postgres.sh dsn 2>/dev/null)"; then \
+			export GATEHOUSE_TEST_POSTGRES; \
+			echo "make test: PostgreSQL already running at $$GATEHOUSE_TEST_POSTGRES"; \
+		elif GATEHOUSE_TEST_POSTGRES="$$(scripts/postgres.sh start </dev/null)"; then \
 			started=1; export GATEHOUSE_TEST_POSTGRES; \
 			echo "make test: PostgreSQL at $$GATEHOUSE_TEST_POSTGRES"; \
 		else \

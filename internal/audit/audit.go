@@ -40,9 +40,10 @@ const (
 // receipts.require denied or monitored.
 const RuleReceiptRequirement = "receipts.require"
 
-// Appender is the part of *ledger.Ledger the Recorder uses.
+// Appender is the part of *ledger.Ledger the Recorder uses: Enqueue queues
+// an entry and returns a wait for its durability (ledger.Ledger.Enqueue).
 type Appender interface {
-	Append(ctx context.Context, kind, recordID string, payload []byte) (ledger.Entry, error)
+	Enqueue(ctx context.Context, kind, recordID string, payload []byte) (wait func() (ledger.Entry, error), err error)
 }
 
 var _ Appender = (*ledger.Ledger)(nil)
@@ -110,11 +111,13 @@ type state struct {
 	decl    *evidence.ToolDeclaration
 }
 
-// Decided writes the gateway decision receipt and the decision-phase audit
-// event of one tools/call and returns once both are durable in the ledger.
-// A denied call's receipt has response_scan_result not_run. Errors are the
-// ledger's (wrapped): the gateway then fails closed as configured.
-func (r *Recorder) Decided(c *gateway.Call) error {
+// Decided queues the gateway decision receipt and the decision-phase audit
+// event of one tools/call and returns a wait that returns once both are
+// durable in the ledger. A denied call's receipt has response_scan_result
+// not_run. The wait's errors are the ledger's (wrapped): the gateway then
+// fails closed as configured. c.Arguments and c.Meta are read before
+// Decided returns, never after.
+func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 	now := time.Now()
 	var warnings []string
 	inputHash, err := evidence.InputHash(c.Arguments)
@@ -182,15 +185,19 @@ func (r *Recorder) Decided(c *gateway.Call) error {
 	return r.write(rc, evidence.PhaseDecision, nil, nil)
 }
 
-// Responded records the outcome of a forwarded call: the server receipt
+// failed is a wait that reports err.
+func failed(err error) func() error { return func() error { return err } }
+
+// Responded queues the outcome of a forwarded call: the server receipt
 // (verified by the gateway, or synthesized when the server sent none), the
-// outcome-phase gateway decision receipt and audit event. It reports
-// withhold true when receipts.require denies the receipt's status, or when
-// the outcome could not be recorded.
-func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (bool, string) {
+// outcome-phase gateway decision receipt and audit event. resp is read
+// before Responded returns, never after. The returned wait reports withhold
+// true when receipts.require denies the receipt's status, or when the
+// outcome could not be recorded.
+func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func() (bool, string)) {
 	st, ok := c.State.(*state)
 	if !ok {
-		return false, ""
+		return func() (bool, string) { return false, "" }
 	}
 	rc := *st.receipt // the outcome copy; the decision-phase one is written
 	rc.IssuedAt = evidence.Timestamp(time.Now())
@@ -268,18 +275,34 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (bool, stri
 			rc.Warnings = append(rc.Warnings, "server receipt status: "+string(status))
 		}
 	}
-	if err := r.write(&rc, evidence.PhaseOutcome, sr, raw); err != nil {
-		r.log.Error("audit ledger write failed", "err", err)
-		return true, "the outcome could not be recorded in the audit ledger"
+	written := r.write(&rc, evidence.PhaseOutcome, sr, raw)
+	return func() (bool, string) {
+		if err := written(); err != nil {
+			r.log.Error("audit ledger write failed", "err", err)
+			return true, "the outcome could not be recorded in the audit ledger"
+		}
+		return withhold, why
 	}
-	return withhold, why
 }
 
-// write appends the server receipt (when there is one), the gateway
-// decision receipt and its audit event, in lineage order, each once durable.
-func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) error {
+// write queues the server receipt (when there is one), the gateway
+// decision receipt and its audit event, in lineage order, and returns a
+// wait for all of them to be durable. Encoding happens before write
+// returns.
+func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-	defer cancel()
+	var waits []func() (ledger.Entry, error)
+	done := func(err error) func() error {
+		return func() error {
+			defer cancel()
+			for _, w := range waits {
+				if _, werr := w(); werr != nil && err == nil {
+					err = fmt.Errorf("audit: %w", werr)
+				}
+			}
+			return err
+		}
+	}
 	if sr != nil && sr.ReceiptID != "" {
 		payload, err := ledger.Canonicalize(srRaw)
 		if err != nil {
@@ -289,30 +312,32 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 			payload, _ = ledger.Canonicalize(payload)
 			srRaw = nil
 		}
-		if _, err := r.cfg.Ledger.Append(ctx, KindServerReceipt, sr.ReceiptID, payload); err != nil {
-			return fmt.Errorf("audit: append server receipt: %w", err)
+		w, err := r.cfg.Ledger.Enqueue(ctx, KindServerReceipt, sr.ReceiptID, payload)
+		if err != nil {
+			return done(fmt.Errorf("audit: append server receipt: %w", err))
 		}
+		waits = append(waits, w)
 	}
 	ev := rc.Event(phase, srRaw)
-	if err := r.append(ctx, KindGatewayDecision, rc.GatewayDecisionID, rc); err != nil {
-		return err
+	for _, rec := range []struct {
+		kind, id string
+		v        any
+	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, ev}} {
+		b, err := json.Marshal(rec.v)
+		if err != nil {
+			return done(fmt.Errorf("audit: encode %s: %w", rec.kind, err))
+		}
+		payload, err := ledger.Canonicalize(b)
+		if err != nil {
+			return done(fmt.Errorf("audit: canonicalize %s: %w", rec.kind, err))
+		}
+		w, err := r.cfg.Ledger.Enqueue(ctx, rec.kind, rec.id, payload)
+		if err != nil {
+			return done(fmt.Errorf("audit: append %s: %w", rec.kind, err))
+		}
+		waits = append(waits, w)
 	}
-	return r.append(ctx, KindAuditEvent, ev.AuditEventID, ev)
-}
-
-func (r *Recorder) append(ctx context.Context, kind, id string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("audit: encode %s: %w", kind, err)
-	}
-	payload, err := ledger.Canonicalize(b)
-	if err != nil {
-		return fmt.Errorf("audit: canonicalize %s: %w", kind, err)
-	}
-	if _, err := r.cfg.Ledger.Append(ctx, kind, id, payload); err != nil {
-		return fmt.Errorf("audit: append %s: %w", kind, err)
-	}
-	return nil
+	return done(nil)
 }
 
 // toolObject returns a JSON object carrying the tool's _meta, for

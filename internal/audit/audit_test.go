@@ -23,15 +23,16 @@ type memLedger struct {
 	fail    error
 }
 
-func (m *memLedger) Append(_ context.Context, kind, id string, payload []byte) (ledger.Entry, error) {
+func (m *memLedger) Enqueue(_ context.Context, kind, id string, payload []byte) (func() (ledger.Entry, error), error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
-		return ledger.Entry{}, m.fail
+		err := m.fail
+		return func() (ledger.Entry, error) { return ledger.Entry{}, err }, nil
 	}
 	e := ledger.Entry{Seq: int64(len(m.entries)), Kind: kind, RecordID: id, Payload: append([]byte(nil), payload...)}
 	m.entries = append(m.entries, e)
-	return e, nil
+	return func() (ledger.Entry, error) { return e, nil }, nil
 }
 
 func (m *memLedger) kinds() string {
@@ -121,11 +122,11 @@ func TestLineageAndStatuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := call(true)
-			if err := r.Decided(c); err != nil {
+			if err := r.Decided(c)(); err != nil {
 				t.Fatal(err)
 			}
 			res := tc.result(t)
-			withhold, _ := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})
+			withhold, _ := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})()
 			if withhold != tc.withhold {
 				t.Fatalf("withhold = %v, want %v", withhold, tc.withhold)
 			}
@@ -155,7 +156,7 @@ func TestDeniedCallIsHeldNotRun(t *testing.T) {
 	r, _ := New(Config{Ledger: led})
 	c := call(false)
 	c.Decision.Action = policy.ActionDeny
-	if err := r.Decided(c); err != nil {
+	if err := r.Decided(c)(); err != nil {
 		t.Fatal(err)
 	}
 	if led.kinds() != "gateway_decision,audit_event" {
@@ -173,7 +174,7 @@ func TestInexactNumbersAreAnErrorPathNotRounded(t *testing.T) {
 	r, _ := New(Config{Ledger: led})
 	c := call(true)
 	c.Arguments = []byte(`{"n":12345678901234567890}`)
-	if err := r.Decided(c); err != nil {
+	if err := r.Decided(c)(); err != nil {
 		t.Fatal(err)
 	}
 	d := led.payload(t, KindGatewayDecision, 0)
@@ -188,12 +189,12 @@ func TestInexactNumbersAreAnErrorPathNotRounded(t *testing.T) {
 func TestLedgerFailureIsReported(t *testing.T) {
 	led := &memLedger{fail: ledger.ErrWrite}
 	r, _ := New(Config{Ledger: led})
-	if err := r.Decided(call(true)); err == nil {
+	if err := r.Decided(call(true))(); err == nil {
 		t.Fatal("Decided succeeded with a failing ledger")
 	}
 	c := call(true)
 	c.State = &state{receipt: &evidence.GatewayDecisionReceipt{}}
-	if withhold, _ := r.Responded(c, &jsonrpc.Message{Result: []byte(`{}`)}); !withhold {
+	if withhold, _ := r.Responded(c, &jsonrpc.Message{Result: []byte(`{}`)})(); !withhold {
 		t.Fatal("an outcome that could not be recorded was relayed")
 	}
 }

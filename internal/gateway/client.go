@@ -35,10 +35,27 @@ func (s *Session) handleClient(frame []byte) error {
 				return err
 			}
 		}
-		if out {
+		if !out {
+			return nil
+		}
+		if s.toServerQ == nil {
 			return s.sendServer(frame)
 		}
-		return nil
+		// Evidence on: frames keep their order through the queue, except
+		// notifications/cancelled and notifications/progress, which go at
+		// once; a request the client cancelled while queued is then not
+		// forwarded.
+		switch {
+		case m.Kind == jsonrpc.KindNotification && (m.Method == mcp.MethodCancelled || m.Method == mcp.MethodProgress):
+			return s.sendServer(frame)
+		case m.Kind == jsonrpc.KindRequest:
+			id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
+			s.mu.Lock()
+			slot := s.pendingC2S[id.Key()]
+			s.mu.Unlock()
+			return s.relayToServer(frame, func() (bool, []byte) { return !s.cancelled(id, slot), nil })
+		}
+		return s.relayToServer(frame, nil)
 	}
 }
 
@@ -232,7 +249,7 @@ func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message) error {
 	}
 	switch {
 	case len(keep) == len(m.Members):
-		return s.sendServer(frame)
+		return s.relayToServer(frame, nil)
 	case len(keep) == 0:
 		return nil
 	}
@@ -244,7 +261,7 @@ func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message) error {
 		out = append(out, k...)
 	}
 	out = append(out, ']', '\n')
-	return s.sendServer(out)
+	return s.relayToServer(out, nil)
 }
 
 // clientOversized answers a client frame over the limit: it was discarded

@@ -17,15 +17,22 @@ const CodeWithheld = -32082
 // gateway decision receipts and the audit ledger (evidence.md §1).
 //
 // Decided runs on the client relay goroutine after the decision event was
-// written and before the call is forwarded or answered; an error means the
-// evidence could not be recorded, and an allowed call is then refused unless
-// the policy says on_log_failure: fail_open. Responded runs on the server
-// relay goroutine with the server's response to a forwarded call, before it
-// is relayed; withhold true replaces the response with a CodeWithheld error
-// carrying reason. Implementations must be safe for concurrent use.
+// written. It records (queues) the decision's evidence and returns a wait
+// function; the gateway forwards or answers the call only after wait
+// returns nil, on a goroutine of its own, so that the client relay can go
+// on reading (and the evidence of concurrent calls shares durable writes).
+// A non-nil error from wait means the evidence could not be recorded: an
+// allowed call is then refused unless the policy says on_log_failure:
+// fail_open.
+//
+// Responded runs on the server relay goroutine with the server's response
+// to a forwarded call. It returns a wait function; the response is relayed
+// after wait returns, or replaced by a CodeWithheld error carrying reason
+// when wait reports withhold. Implementations must be safe for concurrent
+// use; every wait function is called exactly once.
 type Evidence interface {
-	Decided(c *Call) error
-	Responded(c *Call, resp *jsonrpc.Message) (withhold bool, reason string)
+	Decided(c *Call) (wait func() error)
+	Responded(c *Call, resp *jsonrpc.Message) (wait func() (withhold bool, reason string))
 }
 
 // Call is one tools/call as the evidence recorder sees it. Byte slices are

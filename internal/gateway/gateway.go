@@ -102,7 +102,11 @@ type Session struct {
 	receiptsErr error
 
 	refreshMu sync.Mutex     // one private tools/list fetch at a time
-	held      sync.WaitGroup // tools/call waiting for a catalog fetch
+	held      sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
+
+	// With Evidence on, frames go through these ordered queues (see
+	// queue); nil otherwise.
+	toServerQ, toClientQ *queue
 	opened    atomic.Bool
 	privSeq   atomic.Uint64
 	privNonce string
@@ -140,7 +144,7 @@ func New(cfg Config, toServer, toClient io.Writer) *Session {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	return &Session{
+	sess := &Session{
 		cfg:        cfg,
 		settings:   cfg.Policy.Settings(),
 		log:        lg,
@@ -152,6 +156,11 @@ func New(cfg Config, toServer, toClient io.Writer) *Session {
 		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		catalog:    newCatalog(),
 	}
+	if cfg.Evidence != nil {
+		sess.toServerQ = newQueue(sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
+		sess.toClientQ = newQueue(sess.sendClient, sess.sendClient, func(err error) { sess.log.Error("relay to client failed", "err", err) })
+	}
+	return sess
 }
 
 // Stats returns the session's counters.
@@ -170,6 +179,13 @@ func (s *Session) Revision() mcp.Revision {
 // continue (the server's stdin failed, the receipt file was taken).
 func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
+	if s.toServerQ != nil {
+		defer s.toServerQ.close()
+	}
+	// Calls still held (catalog fetch) are decided before the client side
+	// is reported done and the queue closes (deferred calls run last-in
+	// first-out).
+	defer s.held.Wait()
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -179,22 +195,16 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 			var big *wire.FrameTooLargeError
 			if errors.As(err, &big) {
 				if err := s.clientOversized(big); err != nil {
-					s.held.Wait()
 					return err
 				}
 				continue
 			}
-			// Calls still waiting for the catalog are decided before
-			// the client side is reported done (and the server's stdin
-			// closed).
-			s.held.Wait()
 			if err == io.EOF {
 				return nil
 			}
 			return fmt.Errorf("read from client: %w", err)
 		}
 		if err := s.handleClient(frame); err != nil {
-			s.held.Wait()
 			return err
 		}
 	}
@@ -206,6 +216,11 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
 	defer s.closePrivate()
+	if s.toClientQ != nil {
+		// Responses still waiting for their evidence are relayed before
+		// the server side is reported done.
+		defer s.toClientQ.close()
+	}
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -237,6 +252,26 @@ func (s *Session) closePrivate() {
 		close(ch)
 		delete(s.private, k)
 	}
+}
+
+// relayToServer forwards a client frame: through the ordered queue when
+// there is one, else at once.
+func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error {
+	if s.toServerQ != nil {
+		s.toServerQ.push(frame, ready)
+		return nil
+	}
+	return s.sendServer(frame)
+}
+
+// relayToClient forwards a server frame: through the ordered queue when
+// there is one, else at once.
+func (s *Session) relayToClient(frame []byte, ready func() (bool, []byte)) error {
+	if s.toClientQ != nil {
+		s.toClientQ.push(frame, ready)
+		return nil
+	}
+	return s.sendClient(frame)
 }
 
 // sendClient writes one frame to the client.

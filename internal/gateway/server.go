@@ -30,23 +30,27 @@ func (s *Session) handleServer(frame []byte) error {
 			return nil
 		}
 		for i := range m.Members {
-			if fwd := s.serverMessage(&m.Members[i]); !fwd {
+			if fwd := s.serverMessage(&m.Members[i], nil); !fwd {
 				s.record("server", "batch member refused; batch dropped", 0, len(frame), m.Members[i].ID)
 				return nil
 			}
 		}
-		return s.sendClient(frame)
+		return s.relayToClient(frame, nil)
 	default:
-		if s.serverMessage(&m) {
-			return s.sendClient(frame)
+		if s.serverMessage(&m, frame) {
+			return s.relayToClient(frame, nil)
 		}
 		return nil
 	}
 }
 
 // serverMessage updates the session for one server message and reports
-// whether it is to be forwarded to the client.
-func (s *Session) serverMessage(m *jsonrpc.Message) bool {
+// whether it is to be forwarded to the client. frame is the message's whole
+// line for a top-level message, nil for a batch member: the response to a
+// tools/call with evidence to record is then relayed (or withheld) by a
+// goroutine of its own once the evidence is recorded, and serverMessage
+// reports false.
+func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 	switch m.Kind {
 	case jsonrpc.KindResponse:
 		k := m.ID.Key()
@@ -71,11 +75,29 @@ func (s *Session) serverMessage(m *jsonrpc.Message) bool {
 			return false
 		}
 		if call != nil && s.cfg.Evidence != nil {
-			if withhold, reason := s.cfg.Evidence.Responded(call, m); withhold {
-				s.stats.Denied.Add(1)
-				_ = s.sendClient(errorFrame(m.ID, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil))
-				return false
+			wait := s.cfg.Evidence.Responded(call, m)
+			withheld := func(id jsonrpc.ID, withhold bool, reason string) bool {
+				if withhold {
+					s.stats.Denied.Add(1)
+					_ = s.sendClient(errorFrame(id, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil))
+				}
+				return withhold
 			}
+			if frame == nil {
+				withhold, reason := wait()
+				return !withheld(m.ID, withhold, reason)
+			}
+			id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
+			// In the ordered queue to the client: relayed, or replaced by
+			// the withheld error, once the outcome is recorded.
+			_ = s.relayToClient(frame, func() (bool, []byte) {
+				if withhold, reason := wait(); withhold {
+					s.stats.Denied.Add(1)
+					return false, errorFrame(id, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil)
+				}
+				return true, nil
+			})
+			return false
 		}
 		if m.Result != nil {
 			switch p.method {

@@ -90,7 +90,7 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		}(append([]byte(nil), line...))
 		return false, nil, nil
 	}
-	fwd, reply := s.decideToolCall(line, m, p, slot)
+	fwd, reply := s.decideToolCall(line, m, p, slot, !inBatch)
 	return fwd, reply, nil
 }
 
@@ -110,17 +110,8 @@ func (s *Session) heldToolCall(frame []byte, slot *pending) {
 		s.refreshCatalog(p.meta)
 	}
 	s.refreshMu.Unlock()
-	fwd, reply := s.decideToolCall(frame, &m, p, slot)
-	if reply != nil {
-		if err := s.sendClient(reply); err != nil {
-			s.log.Error("answer to client failed", "err", err)
-		}
-	}
-	if fwd {
-		if err := s.sendServer(frame); err != nil {
-			s.log.Error("forward to server failed", "err", err)
-		}
-	}
+	fwd, reply := s.decideToolCall(frame, &m, p, slot, false)
+	s.deliver(frame, fwd, reply)
 }
 
 // cancelled reports whether the client cancelled the request whose pending
@@ -150,7 +141,11 @@ func (s *Session) release(id jsonrpc.ID, slot *pending) {
 // event (and the receipt and evidence), and reports whether to forward it
 // or the answer to send instead. line is the exact received line, nil for a
 // batch member.
-func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending) (bool, []byte) {
+//
+// With async (the client relay loop calling) and an Evidence to wait for,
+// the call is finished on a goroutine of its own and decideToolCall reports
+// neither a forward nor an answer.
+func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
 	isRequest := m.Kind == jsonrpc.KindRequest
 	received := time.Now()
 	tool, known, stale := s.catalog.lookup(p.name)
@@ -243,48 +238,91 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		s.log.Info("tools/call decision", "tool", p.name, "decision", d.Action, "rule", d.Rule, "tool_call_id", tcID)
 	}
 
-	var call *Call
-	if s.cfg.Evidence != nil {
-		call = &Call{
-			Name: p.name, Tool: tool, Known: known, ServerID: s.cfg.ServerID, Principal: s.cfg.Principal,
-			ID: m.ID, Arguments: p.arguments, Meta: p.meta, ToolCallID: tcID, ToolCallIDStrength: strength,
-			Decision: d, Forwarded: allowed, DecisionEventID: eventID, Received: received,
-		}
-		if err := s.cfg.Evidence.Decided(call); err != nil {
-			s.log.Error("evidence write failed", "err", err)
+	// finish forwards or answers the call once its evidence is recorded
+	// (evErr is the evidence's error, nil when it was recorded or there is
+	// no Evidence). It may run on another goroutine: it uses id, a copy.
+	id := m.ID
+	finish := func(call *Call, evErr error) (bool, []byte) {
+		if evErr != nil {
+			s.log.Error("evidence write failed", "err", evErr)
 			if allowed && s.settings.OnLogFailure != "fail_open" {
 				allowed = false
 				code = CodeNotRecorded
 				d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
 			}
 		}
-		call.Arguments, call.Meta = nil, nil
-	}
-
-	if allowed {
-		if s.cancelled(m.ID, slot) {
-			s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", p.name)
+		if allowed {
+			if s.cancelled(id, slot) {
+				s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", p.name)
+				return false, nil
+			}
+			if slot != nil {
+				s.mu.Lock()
+				slot.call = call
+				s.mu.Unlock()
+			}
+			return true, nil
+		}
+		s.release(id, slot)
+		s.stats.Denied.Add(1)
+		if !isRequest {
 			return false, nil
 		}
-		if slot != nil {
-			s.mu.Lock()
-			slot.call = call
-			s.mu.Unlock()
+		return false, s.denyFrame(id, code, d.Rule, d.Reason)
+	}
+	if s.cfg.Evidence == nil {
+		return finish(nil, nil)
+	}
+	call := &Call{
+		Name: p.name, Tool: tool, Known: known, ServerID: s.cfg.ServerID, Principal: s.cfg.Principal,
+		ID: m.ID, Arguments: p.arguments, Meta: p.meta, ToolCallID: tcID, ToolCallIDStrength: strength,
+		Decision: d, Forwarded: allowed, DecisionEventID: eventID, Received: received,
+	}
+	wait := s.cfg.Evidence.Decided(call)
+	call.Arguments, call.Meta = nil, nil // only valid during Decided
+	if !async || line == nil {
+		return finish(call, wait())
+	}
+	// The call waits for its evidence in the ordered queue to the server,
+	// so that the client relay goes on reading (a notifications/cancelled
+	// for this call included) and concurrent calls share durable ledger
+	// writes, while frames keep their order.
+	id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
+	call.ID = id
+	if s.toServerQ == nil {
+		return finish(call, wait())
+	}
+	s.toServerQ.push(line, func() (bool, []byte) { return finish(call, wait()) })
+	return false, nil
+}
+
+// copyRaw copies b, keeping nil as nil (an absent id stays absent).
+func copyRaw(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// deliver sends a decided call's answer to the client and/or its frame to
+// the server, from a goroutine other than the relay loops.
+func (s *Session) deliver(frame []byte, forward bool, reply []byte) {
+	if reply != nil {
+		if err := s.sendClient(reply); err != nil {
+			s.log.Error("answer to client failed", "err", err)
 		}
-		return true, nil
 	}
-	s.release(m.ID, slot)
-	s.stats.Denied.Add(1)
-	if !isRequest {
-		return false, nil
+	if forward {
+		if err := s.sendServer(frame); err != nil {
+			s.log.Error("forward to server failed", "err", err)
+		}
 	}
-	return false, s.denyFrame(m.ID, code, d.Rule, d.Reason, p.meta)
 }
 
 // denyFrame answers a refused tools/call: a JSON-RPC error (deny_response:
 // error), or a tool result with isError true (deny_response: tool_result).
 // It names the rule and its reason, never the arguments.
-func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string, meta []byte) []byte {
+func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string) []byte {
 	msg := "gatehouse: tools/call denied by policy rule " + rule + ": " + reason
 	if s.settings.DenyResponse == "tool_result" && code == CodeDenied {
 		b := []byte(`{"jsonrpc":"2.0","id":`)

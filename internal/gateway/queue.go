@@ -1,0 +1,70 @@
+package gateway
+
+import "sync"
+
+// queue keeps frames in arrival order while some of them wait for their
+// evidence to be recorded (Evidence on). One goroutine takes items in order:
+// an item's ready (nil: forward at once) blocks until its evidence is
+// durable and says whether to send the frame to the queue's destination
+// and what answer, if any, goes to the client. Because the relay loop only
+// enqueues, it goes on reading, and the evidence of many calls shares one
+// durable ledger write (group commit); because one goroutine sends, nothing
+// overtakes anything.
+type queue struct {
+	items chan queueItem
+	wg    sync.WaitGroup
+}
+
+type queueItem struct {
+	frame []byte // owned by the queue
+	ready func() (forward bool, reply []byte)
+}
+
+// queueDepth bounds the items waiting; a full queue makes the relay loop
+// wait (backpressure).
+const queueDepth = 1024
+
+// newQueue starts a queue that sends forwarded frames with send and answers
+// with reply.
+func newQueue(send func([]byte) error, reply func([]byte) error, onErr func(error)) *queue {
+	q := &queue{items: make(chan queueItem, queueDepth)}
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		failed := false
+		for it := range q.items {
+			fwd, answer := true, []byte(nil)
+			if it.ready != nil {
+				fwd, answer = it.ready()
+			}
+			if failed {
+				continue // drain: the destination is gone
+			}
+			if answer != nil {
+				if err := reply(answer); err != nil {
+					failed = true
+					onErr(err)
+					continue
+				}
+			}
+			if fwd {
+				if err := send(it.frame); err != nil {
+					failed = true
+					onErr(err)
+				}
+			}
+		}
+	}()
+	return q
+}
+
+// push enqueues a frame (copied) and its readiness.
+func (q *queue) push(frame []byte, ready func() (bool, []byte)) {
+	q.items <- queueItem{frame: append([]byte(nil), frame...), ready: ready}
+}
+
+// close sends what is queued and stops the queue; it returns when done.
+func (q *queue) close() {
+	close(q.items)
+	q.wg.Wait()
+}

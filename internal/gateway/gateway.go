@@ -107,11 +107,11 @@ type Session struct {
 	// With Evidence on, frames go through these ordered queues (see
 	// queue); nil otherwise.
 	toServerQ, toClientQ *queue
-	opened    atomic.Bool
-	privSeq   atomic.Uint64
-	privNonce string
-	catalog   *catalog
-	stats     Stats
+	opened               atomic.Bool
+	privSeq              atomic.Uint64
+	privNonce            string
+	catalog              *catalog
+	stats                Stats
 }
 
 type pending struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,12 +59,30 @@ func postgresLedger(t *testing.T) string {
 func TestPostgresReplicas(t *testing.T) {
 	dsn := postgresLedger(t)
 	t.Parallel()
+	runReplicas(t, []string{"--state", dsn}, dsn)
+}
+
+// TestSQLiteReplicasDefaultLedger: two gatehouse processes without --state
+// share the default SQLite ledger ($XDG_STATE_HOME/gatehouse/ledger.db), as
+// every server of one MCP client does; they take turns along one linear
+// chain. (No other test uses the default ledger.)
+func TestSQLiteReplicasDefaultLedger(t *testing.T) {
+	t.Parallel()
+	runReplicas(t, nil, filepath.Join(stateHome, "gatehouse", "ledger.db"))
+}
+
+// runReplicas runs two gatehouse processes with the given ledger flags at
+// the same time, each with a pipeline of calls, and checks the ledger at
+// state: it verifies as one linear chain holding every entry of both.
+func runReplicas(t *testing.T, stateFlags []string, state string) {
+	t.Helper()
 	keys := writeKeysFile(t, t.TempDir())
 	const perReplica = 40
 	replicas := []string{"replica-a", "replica-b"}
 	gws := map[string]*gw{}
 	for _, name := range replicas {
-		g := startGW(t, nil, []string{"--state", dsn, "--gateway-id", name, "--receipt-keys", keys, "--server-id", keyedID}, receiptServer(keyedID))
+		flags := append(append([]string(nil), stateFlags...), "--gateway-id", name, "--receipt-keys", keys, "--server-id", keyedID)
+		g := startGW(t, nil, flags, receiptServer(keyedID))
 		g.handshake()
 		gws[name] = g
 	}
@@ -87,11 +106,11 @@ func TestPostgresReplicas(t *testing.T) {
 	}
 
 	want := int64(len(replicas) * perReplica * 5)
-	rep, r := verifyReport(t, dsn)
+	rep, r := verifyReport(t, state)
 	if r.code != 0 || !rep.OK || rep.Size != want || !rep.SignaturesChecked || rep.Checkpoints < 2 {
-		t.Fatalf("ledger verify --state $GATEHOUSE_TEST_POSTGRES: exit %d, %+v (want %d entries, checkpoints of both replicas)\n%s", r.code, rep, want, r.stderr)
+		t.Fatalf("ledger verify: exit %d, %+v (want %d entries, checkpoints of both replicas)\n%s", r.code, rep, want, r.stderr)
 	}
-	es := showJSON(t, dsn)
+	es := showJSON(t, state)
 	if int64(len(es)) != want {
 		t.Fatalf("ledger show: %d entries, want %d", len(es), want)
 	}

@@ -68,7 +68,11 @@ func TestPostgresReplicas(t *testing.T) {
 // chain. (No other test uses the default ledger.)
 func TestSQLiteReplicasDefaultLedger(t *testing.T) {
 	t.Parallel()
-	runReplicas(t, nil, filepath.Join(stateHome, "gatehouse", "ledger.db"))
+	state := filepath.Join(stateHome, "gatehouse", "ledger.db")
+	for _, suffix := range []string{"", "-wal", "-shm", "-lock"} {
+		os.Remove(state + suffix) // left by an earlier -count iteration
+	}
+	runReplicas(t, nil, state)
 }
 
 // runReplicas runs two gatehouse processes with the given ledger flags at

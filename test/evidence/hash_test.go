@@ -3,10 +3,12 @@ package evidencee2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hashArgs are arguments whose bytes are far from canonical: whitespace,
@@ -122,4 +124,45 @@ func strPtr(s *string) string {
 		return "(absent)"
 	}
 	return *s
+}
+
+// TestInexactNumberInResult: a result holding an integer beyond 2^53 is
+// relayed byte for byte, and its outcome has no output_hash (neither the
+// decision's nor the synthesized receipt's) but a warning, never the hash
+// of a rounded value.
+func TestInexactNumberInResult(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "ledger.db")
+	g := startGW(t, nil, []string{"--state", state}, []string{fakeBin})
+	g.handshake()
+	g.send(callLine("o1", "sleep", `{"ms":60000}`))
+	result := `{"content":[{"type":"text","text":"x"}],"structuredContent":{"n":12345678901234567890}}`
+	emit, err := json.Marshal(map[string]any{"lines": []string{`{"jsonrpc":"2.0","id":"o1","result":` + result + "}\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the sleep call is forwarded first
+	g.send(callLine("o2", "emit", string(emit)))
+	m := g.response(`"o1"`)
+	expectResult(t, m, "result with 12345678901234567890")
+	if string(m.Result) != result {
+		t.Errorf("result relayed as %s, want %s", m.Result, result)
+	}
+	expectResult(t, g.response(`"o2"`), "emit")
+	g.finish()
+	verifyLedger(t, state)
+	out := mustGH(t, "ledger", "show", "--state", state, "--json")
+	r := calls(t, parseEntries(t, out))["sleep"]
+	if r == nil || r.outcome == nil || r.receipt == nil {
+		t.Fatal("incomplete records for the sleep call")
+	}
+	if r.outcomeRcp.OutputHash != "" || !contains(r.outcomeRcp.Warnings, "output_hash not computed: a number JSON cannot carry exactly") {
+		t.Errorf("outcome output_hash %q warnings %q", r.outcomeRcp.OutputHash, r.outcomeRcp.Warnings)
+	}
+	if strings.Contains(string(r.receipt.Payload), `"output_hash"`) {
+		t.Errorf("the synthesized receipt has an output_hash: %s", r.receipt.Payload)
+	}
+	if rounded := jcsHash(t, result); strings.Contains(out, rounded) {
+		t.Errorf("the ledger holds the hash of the rounded result %s", rounded)
+	}
 }

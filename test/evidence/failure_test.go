@@ -137,6 +137,37 @@ func TestLedgerWriteFailureFailOpen(t *testing.T) {
 	}
 }
 
+// TestLedgerWriteFailureRecovers: a gatehouse whose ledger writes fail
+// (-32081) and then succeed again, in the same process, continues the
+// chain: the next calls are allowed and recorded, and the ledger verifies.
+func TestLedgerWriteFailureRecovers(t *testing.T) {
+	t.Parallel()
+	needPrlimit(t)
+	state := unwritableLedger(t)
+	before := len(showJSON(t, state))
+	// Only the soft limit, so that it can be raised again.
+	g := startGW(t, []string{"prlimit", "--fsize=" + strconv.Itoa(fsizeLimit) + ":unlimited", "--"},
+		[]string{"--state", state}, []string{fakeBin})
+	g.handshake()
+	expectError(t, g.call("r1", "echo", `{"a":1}`), -32081, "call with an unwritable ledger")
+	raise := exec.Command("prlimit", "--pid", strconv.Itoa(g.cmd.Process.Pid), "--fsize=unlimited:unlimited")
+	if out, err := raise.CombinedOutput(); err != nil {
+		t.Skipf("cannot raise gatehouse's file size limit: %v: %s", err, out)
+	}
+	for _, id := range []string{"r2", "r3"} {
+		expectResult(t, g.call(id, "echo", `{"a":1}`), "call after the ledger became writable")
+	}
+	if code := g.finish(); code != 0 {
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+	}
+	verifyLedger(t, state)
+	es := showJSON(t, state)
+	checkLinearChain(t, es)
+	if len(es) != before+10 {
+		t.Errorf("%d entries after two recorded calls, want %d", len(es), before+10)
+	}
+}
+
 // TestRefusedConfiguration: evidence options that cannot work are refused
 // with exit 78 before the server is spawned.
 func TestRefusedConfiguration(t *testing.T) {

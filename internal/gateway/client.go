@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
@@ -144,7 +145,9 @@ func (s *Session) forgetCancelled(params []byte) {
 // noteDeclaredRevision learns the revision a stateless (2026-07-28) request
 // states in params._meta, and keeps its _meta for private requests.
 func (s *Session) noteDeclaredRevision(m *jsonrpc.Message) {
-	if m.Params == nil || m.Params[0] != '{' {
+	// The key's bytes must appear for it to be there (unless escaped, a
+	// spelling no client uses; such a request is relayed all the same).
+	if m.Params == nil || m.Params[0] != '{' || !bytes.Contains(m.Params, metaProtocolVersionKey) {
 		return
 	}
 	meta := member(m.Params, "_meta")
@@ -164,6 +167,8 @@ func (s *Session) noteDeclaredRevision(m *jsonrpc.Message) {
 	s.lastMeta = append(s.lastMeta[:0], meta...)
 	s.mu.Unlock()
 }
+
+var metaProtocolVersionKey = []byte(`"` + mcp.MetaProtocolVersion + `"`)
 
 // clientBatch handles a JSON-RPC batch: refused unless the negotiated
 // revision is 2025-03-26, where every member is decided on its own. When all

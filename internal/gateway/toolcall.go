@@ -166,8 +166,12 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 			Annotations: map[string]any{},
 			SideEffect:  mcp.SideEffectDestructive,
 		},
-		Arguments: decodeObject(p.arguments),
-		Meta:      meta,
+		Meta: meta,
+	}
+	if s.cfg.Policy.UsesArguments() {
+		// Decoded only for a policy that reads them: a large argument
+		// object costs a copy and a map otherwise.
+		in.Arguments = decodeObject(p.arguments)
 	}
 	if known {
 		in.Tool.Annotations = tool.Annotations.Map()

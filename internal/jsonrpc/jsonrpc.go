@@ -221,6 +221,9 @@ func Parse(frame []byte) (Message, error) {
 	p := decoders.Get().(*parser)
 	defer decoders.Put(p)
 	p.reset(body)
+	if p.dec.PeekKind() == '{' {
+		return p.parseObject(body)
+	}
 	v, err := p.dec.ReadValue()
 	if err != nil {
 		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
@@ -244,6 +247,27 @@ func Parse(frame []byte) (Message, error) {
 		return parseBatch(&p.dec, val)
 	}
 	return Message{Raw: body}, &Error{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 object or batch"}
+}
+
+// parseObject classifies a body whose value is an object in one pass: the
+// member reads validate the syntax (strictness included), classify checks
+// the shape, and the read after the object must find the end of input. A
+// syntax error anywhere, trailing data included, wins over a shape error.
+func (p *parser) parseObject(body []byte) (Message, error) {
+	start := int(p.dec.InputOffset()) + bytes.IndexByte(body[p.dec.InputOffset():], '{')
+	m, perr := classify(&p.dec, body)
+	if perr != nil && perr.Code == CodeParseError {
+		return Message{Raw: body}, perr
+	}
+	end := int(p.dec.InputOffset())
+	if _, err := p.dec.ReadToken(); err != io.EOF {
+		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: data after the JSON value"}
+	}
+	if perr != nil {
+		return Message{Raw: body}, perr
+	}
+	m.Raw = body[start:end]
+	return m, nil
 }
 
 func syntaxReason(err error) string {
@@ -336,6 +360,9 @@ func classify(dec *jsontext.Decoder, obj []byte) (Message, *Error) {
 		case "error":
 			m.Error = raw
 		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // the closing '}'
+		return m, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
 	}
 	if string(version) != `"2.0"` {
 		return m, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`, ID: validID(m.ID)}

@@ -406,6 +406,9 @@ func (p *parser) receipts(n *yaml.Node, pol *Policy) {
 	}
 }
 
+// mentionsArguments finds the identifier `arguments` in a condition.
+var mentionsArguments = regexp.MustCompile(`\barguments\b`)
+
 var ruleID = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 func (p *parser) rules(seq *yaml.Node, pol *Policy) {
@@ -464,6 +467,11 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 					ok = false
 				}
 				r.prg, r.loops = prg, loops
+				// A mention anywhere, even in a string literal, counts:
+				// decoding arguments that are not read costs only time.
+				if mentionsArguments.MatchString(src) {
+					pol.usesArguments = true
+				}
 			} else {
 				ok = false
 			}

@@ -281,3 +281,26 @@ func TestExamplesLoad(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestUsesArguments(t *testing.T) {
+	for _, tc := range []struct {
+		when string
+		want bool
+	}{
+		{`tool.side_effect != "read_only"`, false},
+		{`has(arguments.path) && arguments.path.startsWith("/tmp")`, true},
+		{`"path" in arguments`, true},
+		{`meta.x == "arguments_like"`, false},
+	} {
+		p, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+tc.when+"'\n    action: deny\n    reason: r\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.when, err)
+		}
+		if got := p.UsesArguments(); got != tc.want {
+			t.Errorf("UsesArguments for %s = %v, want %v", tc.when, got, tc.want)
+		}
+	}
+	if Default().UsesArguments() {
+		t.Error("the built-in policy reads no arguments")
+	}
+}

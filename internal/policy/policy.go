@@ -242,7 +242,16 @@ type Policy struct {
 	settings      Settings
 	rules         []rule
 	lastShadow    int // index of the last shadow rule, -1 if none
+	// usesArguments is whether a condition may read `arguments`: when
+	// not, the gateway need not decode them (Input.Arguments may be nil).
+	usesArguments bool
 }
+
+// UsesArguments reports whether any condition of the policy may read the
+// `arguments` variable. When it is false, Evaluate never looks at
+// Input.Arguments, and a caller may leave it nil instead of decoding a
+// large argument object.
+func (p *Policy) UsesArguments() bool { return p.usesArguments }
 
 // rule is one compiled rule.
 type rule struct {

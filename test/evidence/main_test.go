@@ -148,6 +148,9 @@ func startGW(t testing.TB, wrapper, flags, server []string) *gw {
 	argv = append(argv, server...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
+	// The server inherits gatehouse's stderr: after a SIGKILL of gatehouse
+	// alone, Wait must not wait for the server to close it.
+	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

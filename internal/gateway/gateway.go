@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -204,11 +205,26 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 			}
 			return fmt.Errorf("read from client: %w", err)
 		}
+		big := len(frame) >= bigFrame
 		if err := s.handleClient(frame); err != nil {
 			return err
 		}
+		if big {
+			releaseMemory()
+		}
 	}
 }
+
+// bigFrame is the frame size from which the memory a frame used is given
+// back to the operating system once it is handled: a 16 MiB frame must not
+// leave the process 16 MiB (and its garbage) larger for the rest of the
+// session.
+const bigFrame = 1 << 20
+
+// releaseMemory runs a garbage collection and returns freed memory to the
+// operating system (runtime/debug.FreeOSMemory). It costs a few
+// milliseconds, so it runs only after big frames.
+func releaseMemory() { debug.FreeOSMemory() }
 
 // RunServer relays frames from the server until r ends. It returns nil at
 // end of input, or an error wrapping ErrFatal when writing to the client
@@ -239,8 +255,12 @@ func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 			}
 			return fmt.Errorf("read from server: %w", err)
 		}
+		big := len(frame) >= bigFrame
 		if err := s.handleServer(frame); err != nil {
 			return err
+		}
+		if big {
+			releaseMemory()
 		}
 	}
 }

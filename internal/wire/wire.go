@@ -23,11 +23,6 @@ const DefaultMaxFrameBytes = 16 << 20
 // than this are returned without any extra copy.
 const readChunk = 64 << 10
 
-// keepBuffer is the largest accumulation buffer a Reader keeps between
-// frames; a larger one (from an exceptionally long frame) is released so that
-// one big frame does not pin its memory for the rest of the session.
-const keepBuffer = 1 << 20
-
 // FrameTooLargeError reports a line longer than the limit. The line has been
 // consumed and discarded up to and including its LF (or to end of input);
 // reading may continue with the next frame.
@@ -85,6 +80,9 @@ func (r *Reader) Limit() int { return r.limit }
 // discarded to its LF and reported as *FrameTooLargeError; the Reader stays
 // usable. Other errors are those of the underlying reader.
 func (r *Reader) ReadFrame() ([]byte, error) {
+	// The previous long frame's buffer is not kept: one big frame must not
+	// pin its memory for the rest of the session.
+	r.buf = nil
 	line, err := r.br.ReadSlice('\n')
 	if err == nil {
 		if len(line) > r.limit {
@@ -101,37 +99,47 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 		}
 		return nil, err
 	}
-	// A long line: accumulate chunks up to the limit.
-	if cap(r.buf) > keepBuffer {
-		r.buf = nil
-	}
-	acc := append(r.buf[:0], line...)
+	// A long line: collect copies of the reader's chunks up to the limit,
+	// then join them once into a buffer of exactly the frame's size, so that
+	// a frame of n bytes costs n bytes (plus the chunks while joining)
+	// rather than the slack of a doubling buffer.
+	chunks := [][]byte{append([]byte(nil), line...)}
+	size := len(line)
 	for {
 		line, err = r.br.ReadSlice('\n')
-		if len(acc)+len(line) > r.limit {
-			size := int64(len(acc) + len(line))
-			if len(acc) < PrefixBytes {
-				acc = append(acc, line[:min(len(line), PrefixBytes-len(acc))]...)
-			}
-			r.buf = acc
+		if size+len(line) > r.limit {
+			total := int64(size + len(line))
+			prefix := joinPrefix(chunks, line, PrefixBytes)
 			// The line ended unless the chunk just read filled the buffer.
-			return nil, r.tooLarge(acc, size, err != bufio.ErrBufferFull)
+			return nil, r.tooLarge(prefix, total, err != bufio.ErrBufferFull)
 		}
-		acc = append(acc, line...)
 		switch err {
-		case nil:
-			r.buf = acc
-			return acc, nil
+		case nil, io.EOF:
+			r.buf = make([]byte, 0, size+len(line))
+			for _, c := range chunks {
+				r.buf = append(r.buf, c...)
+			}
+			r.buf = append(r.buf, line...)
+			return r.buf, nil
 		case bufio.ErrBufferFull:
-			continue
-		case io.EOF:
-			r.buf = acc
-			return acc, nil
+			chunks = append(chunks, append([]byte(nil), line...))
+			size += len(line)
 		default:
-			r.buf = acc
 			return nil, err
 		}
 	}
+}
+
+// joinPrefix returns the first n bytes of the chunks followed by last.
+func joinPrefix(chunks [][]byte, last []byte, n int) []byte {
+	out := make([]byte, 0, n)
+	for _, c := range append(chunks, last) {
+		if len(out) == n {
+			break
+		}
+		out = append(out, c[:min(len(c), n-len(out))]...)
+	}
+	return out
 }
 
 // tooLarge discards the rest of the current line (unless ended is true) and

@@ -35,7 +35,10 @@ type verifyJSON struct {
 	Verified          int64 `json:"verified"`
 	Checkpoints       int   `json:"checkpoints"`
 	SignaturesChecked bool  `json:"signatures_checked"`
-	Problem           *struct {
+	Latest            *struct {
+		Size int64 `json:"size"`
+	} `json:"latest_checkpoint"`
+	Problem *struct {
 		Seq    int64  `json:"seq"`
 		Reason string `json:"reason"`
 	} `json:"problem"`
@@ -101,6 +104,9 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 	rep, _ := verifyReport(t, state)
 	if !rep.OK || rep.Size != n || rep.Verified != n || !rep.SignaturesChecked || rep.Checkpoints < 1 || rep.Problem != nil {
 		t.Fatalf("ledger verify: %+v", rep)
+	}
+	if rep.Latest == nil || rep.Latest.Size != n {
+		t.Errorf("after a clean exit the latest checkpoint covers %+v entries, want all %d", rep.Latest, n)
 	}
 	verifyLedger(t, state)
 

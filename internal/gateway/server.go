@@ -29,13 +29,28 @@ func (s *Session) handleServer(frame []byte) error {
 			s.record("server", "JSON-RPC batch outside protocol revision 2025-03-26", jsonrpc.CodeInvalidRequest, len(frame), jsonrpc.ID{})
 			return nil
 		}
+		// Every member is handled; those refused (withheld, stray) are
+		// left out and the others relayed from their original bytes.
+		var keep [][]byte
 		for i := range m.Members {
-			if fwd := s.serverMessage(&m.Members[i], nil); !fwd {
-				s.record("server", "batch member refused; batch dropped", 0, len(frame), m.Members[i].ID)
-				return nil
+			if s.serverMessage(&m.Members[i], nil) {
+				keep = append(keep, m.Members[i].Raw)
 			}
 		}
-		return s.relayToClient(frame, nil)
+		switch {
+		case len(keep) == len(m.Members):
+			return s.relayToClient(frame, nil)
+		case len(keep) == 0:
+			return nil
+		}
+		out := []byte{'['}
+		for i, k := range keep {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, k...)
+		}
+		return s.relayToClient(append(out, ']', '\n'), nil)
 	default:
 		if s.serverMessage(&m, frame) {
 			return s.relayToClient(frame, nil)

@@ -2,21 +2,11 @@ package evidencee2e
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-// knownBug skips a test that fails because of a reported bug in non-test
-// code, unless GATEHOUSE_TEST_BUGS is set.
-func knownBug(t *testing.T, desc string) {
-	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("BUG: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
-}
 
 // TestBatchResponseWithOneWithheldMember: under protocol revision
 // 2025-03-26 a server may answer in a JSON-RPC batch. When receipts.require
@@ -28,7 +18,6 @@ func knownBug(t *testing.T, desc string) {
 // sleep calls: b1 with an unsigned receipt (monitor under present), b2
 // with none (withheld).
 func TestBatchResponseWithOneWithheldMember(t *testing.T) {
-	knownBug(t, "a batch response with one member withheld by receipts.require is dropped whole: the other members never reach the client, although the ledger records them as relayed (gateway/server.go handleServer)")
 	t.Parallel()
 	const serverID = "fx-batch"
 	state := filepath.Join(t.TempDir(), "ledger.db")

@@ -258,15 +258,25 @@ func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message) error {
 	case len(keep) == 0:
 		return nil
 	}
-	out := []byte{'['}
-	for i, k := range keep {
+	return s.relayToServer(joinBatch(keep), nil)
+}
+
+// joinBatch builds a batch frame from members' original bytes:
+// "[" m1 "," m2 ... "]" LF.
+func joinBatch(members [][]byte) []byte {
+	n := 3
+	for _, m := range members {
+		n += len(m) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, m := range members {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, k...)
+		out = append(out, m...)
 	}
-	out = append(out, ']', '\n')
-	return s.relayToServer(out, nil)
+	return append(out, ']', '\n')
 }
 
 // clientOversized answers a client frame over the limit: it was discarded

@@ -179,7 +179,6 @@ func (s *Session) Revision() mcp.Revision {
 // end of input, or an error wrapping ErrFatal when the session cannot
 // continue (the server's stdin failed, the receipt file was taken).
 func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
-	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
 	if s.toServerQ != nil {
 		defer s.toServerQ.close()
 	}
@@ -187,15 +186,36 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 	// is reported done and the queue closes (deferred calls run last-in
 	// first-out).
 	defer s.held.Wait()
+	return s.relay(ctx, r, "client", s.handleClient, s.clientOversized)
+}
+
+// RunServer relays frames from the server until r ends. It returns nil at
+// end of input, or an error wrapping ErrFatal when writing to the client
+// failed.
+func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
+	defer s.closePrivate()
+	if s.toClientQ != nil {
+		// Responses still waiting for their evidence are relayed before
+		// the server side is reported done.
+		defer s.toClientQ.close()
+	}
+	return s.relay(ctx, r, "server", s.handleServer, s.serverOversized)
+}
+
+// relay is the loop of one direction: read a frame from r, hand it to
+// handle (or an oversized one to oversized), until r ends (nil), ctx ends
+// (nil) or a handler fails (its error).
+func (s *Session) relay(ctx context.Context, r io.Reader, from string, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error) error {
+	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
 		frame, err := rd.ReadFrame()
 		if err != nil {
-			var big *wire.FrameTooLargeError
-			if errors.As(err, &big) {
-				if err := s.clientOversized(big); err != nil {
+			var tooLarge *wire.FrameTooLargeError
+			if errors.As(err, &tooLarge) {
+				if err := oversized(tooLarge); err != nil {
 					return err
 				}
 				continue
@@ -203,10 +223,10 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 			if err == io.EOF {
 				return nil
 			}
-			return fmt.Errorf("read from client: %w", err)
+			return fmt.Errorf("read from %s: %w", from, err)
 		}
 		big := len(frame) >= bigFrame
-		if err := s.handleClient(frame); err != nil {
+		if err := handle(frame); err != nil {
 			return err
 		}
 		if big {
@@ -225,45 +245,6 @@ const bigFrame = 1 << 20
 // operating system (runtime/debug.FreeOSMemory). It costs a few
 // milliseconds, so it runs only after big frames.
 func releaseMemory() { debug.FreeOSMemory() }
-
-// RunServer relays frames from the server until r ends. It returns nil at
-// end of input, or an error wrapping ErrFatal when writing to the client
-// failed.
-func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
-	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
-	defer s.closePrivate()
-	if s.toClientQ != nil {
-		// Responses still waiting for their evidence are relayed before
-		// the server side is reported done.
-		defer s.toClientQ.close()
-	}
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		frame, err := rd.ReadFrame()
-		if err != nil {
-			var big *wire.FrameTooLargeError
-			if errors.As(err, &big) {
-				if err := s.serverOversized(big); err != nil {
-					return err
-				}
-				continue
-			}
-			if err == io.EOF {
-				return nil
-			}
-			return fmt.Errorf("read from server: %w", err)
-		}
-		big := len(frame) >= bigFrame
-		if err := s.handleServer(frame); err != nil {
-			return err
-		}
-		if big {
-			releaseMemory()
-		}
-	}
-}
 
 func (s *Session) closePrivate() {
 	s.mu.Lock()

@@ -43,14 +43,7 @@ func (s *Session) handleServer(frame []byte) error {
 		case len(keep) == 0:
 			return nil
 		}
-		out := []byte{'['}
-		for i, k := range keep {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, k...)
-		}
-		return s.relayToClient(append(out, ']', '\n'), nil)
+		return s.relayToClient(joinBatch(keep), nil)
 	default:
 		if s.serverMessage(&m, frame) {
 			return s.relayToClient(frame, nil)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -120,6 +121,47 @@ type sqliteStore struct {
 	rw       *sql.DB     // nil when read-only
 	ro       *sql.DB     //
 	wlock    *writerLock // path-lock, held around write transactions; nil when read-only
+
+	// stmts holds the statements of write transactions, prepared once by
+	// Init on rw (database/sql prepares them again by itself should the
+	// connection be replaced): parsing the SQL of every statement again in
+	// every batch cost as much as executing it. Set before the first
+	// Update of the Ledger and read-only after; the mutex orders Init
+	// against Close.
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+}
+
+// sqliteWriteQueries are the statements prepared by Init.
+func sqliteWriteQueries() []string {
+	q := []string{sqliteSizeQuery, sqliteLeafQuery, sqliteLatestQuery, sqliteAddCheckpointQuery}
+	for _, ins := range sqliteInsertQueries {
+		q = append(q, ins[0], ins[1])
+	}
+	return q
+}
+
+// prepare prepares the write statements (rw must be idle: it has one
+// connection).
+func (s *sqliteStore) prepare(ctx context.Context) error {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if s.stmts != nil {
+		return nil
+	}
+	m := make(map[string]*sql.Stmt)
+	for _, q := range sqliteWriteQueries() {
+		st, err := s.rw.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range m {
+				st.Close()
+			}
+			return err
+		}
+		m[q] = st
+	}
+	s.stmts = m
+	return nil
 }
 
 func (s *sqliteStore) Init(ctx context.Context, proposed string) (string, error) {
@@ -150,6 +192,9 @@ func (s *sqliteStore) Init(ctx context.Context, proposed string) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", s.path, err)
 	}
+	if err := s.prepare(ctx); err != nil {
+		return "", fmt.Errorf("%s: preparing statements: %w", s.path, err)
+	}
 	return id, nil
 }
 
@@ -165,7 +210,10 @@ func (s *sqliteStore) Update(ctx context.Context, f func(context.Context, Tx) er
 	if err != nil {
 		return err
 	}
-	if err := f(ctx, &sqliteTx{tx: tx}); err != nil {
+	s.stmtMu.Lock()
+	stmts := s.stmts
+	s.stmtMu.Unlock()
+	if err := f(ctx, &sqliteTx{tx: tx, stmts: stmts}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -285,19 +333,60 @@ func sqliteCheckpoints(ctx context.Context, q queryer, query string) ([]StoredCh
 func (s *sqliteStore) Close() error {
 	var err error
 	if s.rw != nil {
+		s.stmtMu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts = nil
+		s.stmtMu.Unlock()
 		err = errors.Join(s.rw.Close(), s.wlock.close())
 	}
 	return errors.Join(err, s.ro.Close())
 }
 
 // sqliteTx is the Tx of an sqliteStore.
-type sqliteTx struct{ tx *sql.Tx }
+type sqliteTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // prepared statements; nil before Init
+}
 
-func (t *sqliteTx) Size(ctx context.Context) (int64, error) { return sqliteSize(ctx, t.tx) }
+// exec runs query in the transaction, as its prepared statement when there
+// is one.
+func (t *sqliteTx) exec(ctx context.Context, query string, args ...any) error {
+	var err error
+	if st, ok := t.stmts[query]; ok {
+		_, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		_, err = t.tx.ExecContext(ctx, query, args...)
+	}
+	return err
+}
+
+// queryRow is exec for a query of one row.
+func (t *sqliteTx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := t.stmts[query]; ok {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+const (
+	sqliteSizeQuery   = `SELECT coalesce(max(seq) + 1, 0) FROM ledger_entries`
+	sqliteLeafQuery   = `SELECT leaf FROM ledger_entries WHERE seq = ?`
+	sqliteLatestQuery = `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size DESC, id DESC LIMIT 1`
+
+	sqliteAddCheckpointQuery = `INSERT INTO ledger_checkpoints (size, note, created) VALUES (?, ?, ?)`
+)
+
+func (t *sqliteTx) Size(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.queryRow(ctx, sqliteSizeQuery).Scan(&n)
+	return n, err
+}
 
 func (t *sqliteTx) Leaf(ctx context.Context, seq int64) ([]byte, error) {
 	var leaf []byte
-	err := t.tx.QueryRowContext(ctx, `SELECT leaf FROM ledger_entries WHERE seq = ?`, seq).Scan(&leaf)
+	err := t.queryRow(ctx, sqliteLeafQuery, seq).Scan(&leaf)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: entry %d is missing", ErrCorrupt, seq)
 	}
@@ -309,51 +398,76 @@ func (t *sqliteTx) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash
 }
 
 // sqliteMaxRows bounds the rows of one multi-row INSERT (2 parameters
-// each, far below SQLite's 32766-parameter limit).
-const sqliteMaxRows = 500
+// each, far below SQLite's 32766-parameter limit). A batch of n rows is
+// inserted in chunks of power-of-two sizes (the binary digits of n, at most
+// sqliteMaxRows each), so that a handful of cached statements serve every
+// batch size.
+const sqliteMaxRows = 256
+
+// sqliteInsertQueries[k] are the INSERT statements of 1<<k rows into
+// ledger_entries and ledger_hashes.
+var sqliteInsertQueries = func() (q [9][2]string) {
+	for k := range q {
+		for j, prefix := range []string{`INSERT INTO ledger_entries (seq, leaf) VALUES `, `INSERT INTO ledger_hashes (idx, hash) VALUES `} {
+			var b strings.Builder
+			b.WriteString(prefix)
+			for i := range 1 << k {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				b.WriteString("(?,?)")
+			}
+			q[k][j] = b.String()
+		}
+	}
+	return q
+}()
 
 func (t *sqliteTx) Append(ctx context.Context, start int64, leaves [][]byte, hashStart int64, hashes []tlog.Hash) error {
 	args := make([]any, 0, 2*sqliteMaxRows)
-	insert := func(prefix string, n int, arg func(i int) (int64, []byte)) error {
-		for lo := 0; lo < n; lo += sqliteMaxRows {
-			hi := min(n, lo+sqliteMaxRows)
-			args = args[:0]
-			var q strings.Builder
-			q.WriteString(prefix)
-			for i := lo; i < hi; i++ {
-				if i > lo {
-					q.WriteString(",")
-				}
-				q.WriteString("(?,?)")
-				k, v := arg(i)
-				args = append(args, k, v)
+	insert := func(table int, n int, arg func(i int) (int64, []byte)) error {
+		for lo := 0; lo < n; {
+			k := 8
+			for 1<<k > n-lo {
+				k--
 			}
-			if _, err := t.tx.ExecContext(ctx, q.String(), args...); err != nil {
+			hi := lo + 1<<k
+			args = args[:0]
+			for i := lo; i < hi; i++ {
+				key, v := arg(i)
+				args = append(args, key, v)
+			}
+			if err := t.exec(ctx, sqliteInsertQueries[k][table], args...); err != nil {
 				return err
 			}
+			lo = hi
 		}
 		return nil
 	}
-	if err := insert(`INSERT INTO ledger_entries (seq, leaf) VALUES `, len(leaves), func(i int) (int64, []byte) {
+	if err := insert(0, len(leaves), func(i int) (int64, []byte) {
 		return start + int64(i), leaves[i]
 	}); err != nil {
 		return err
 	}
-	return insert(`INSERT INTO ledger_hashes (idx, hash) VALUES `, len(hashes), func(i int) (int64, []byte) {
+	return insert(1, len(hashes), func(i int) (int64, []byte) {
 		return hashStart + int64(i), hashes[i][:]
 	})
 }
 
 func (t *sqliteTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
-	cs, err := sqliteCheckpoints(ctx, t.tx, `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size DESC, id DESC LIMIT 1`)
-	if err != nil || len(cs) == 0 {
+	var c StoredCheckpoint
+	var created string
+	err := t.queryRow(ctx, sqliteLatestQuery).Scan(&c.ID, &c.Size, &c.Note, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StoredCheckpoint{}, false, nil
+	}
+	if err != nil {
 		return StoredCheckpoint{}, false, err
 	}
-	return cs[0], true, nil
+	c.Created, _ = time.Parse(time.RFC3339Nano, created)
+	return c, true, nil
 }
 
 func (t *sqliteTx) AddCheckpoint(ctx context.Context, c StoredCheckpoint) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (size, note, created) VALUES (?, ?, ?)`,
-		c.Size, c.Note, c.Created.UTC().Format(time.RFC3339Nano))
-	return err
+	return t.exec(ctx, sqliteAddCheckpointQuery, c.Size, c.Note, c.Created.UTC().Format(time.RFC3339Nano))
 }

@@ -16,6 +16,19 @@ import (
 // -ldflags "-X github.com/gatehouse-mcp/gatehouse/internal/cli.Version=...".
 var Version = "0.1.0-dev"
 
+// groupCommand makes a command that only holds subcommands print its help
+// when called alone and refuse an unknown subcommand (a typo such as
+// "ledger shwo") with a usage error instead of printing help and exiting 0.
+func groupCommand(cmd *cobra.Command) {
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &exitError{code: 64, err: fmt.Errorf("unknown command %q for %q; see %q", args[0], c.CommandPath(), c.CommandPath()+" --help")}
+		}
+		return nil
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+}
+
 // exitError carries an exit code out of a cobra command.
 type exitError struct {
 	code int

@@ -21,6 +21,7 @@ func newKeysCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "keys",
 		Short: "Manage the Ed25519 keys that sign audit ledger checkpoints",
 	}
+	groupCommand(cmd)
 	var name, out string
 	gen := &cobra.Command{
 		Use:   "generate --name NAME --out DIR",

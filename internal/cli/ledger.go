@@ -41,6 +41,7 @@ RFC 6962 Merkle tree with signed checkpoints (docs/ledger.md).
 $XDG_STATE_HOME/gatehouse/ledger.db, or ~/.local/state/gatehouse/ledger.db).
 Every subcommand opens it read-only, except "checkpoint".`,
 	}
+	groupCommand(cmd)
 	cmd.AddCommand(
 		newLedgerVerifyCmd(stdout, stderr),
 		newLedgerShowCmd(stdout, stderr),
@@ -172,7 +173,7 @@ type ledgerCkptJSON struct {
 func newLedgerVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	var state string
 	var keys []string
-	var asJSON, progress bool
+	var asJSON, progress, skipSigs bool
 	c := &cobra.Command{
 		Use:   "verify --state DSN --key FILE.vkey [--json] [--progress]",
 		Short: "Verify the whole ledger: chain, Merkle tree and signed checkpoints",
@@ -184,8 +185,10 @@ signed by one of the --key verifier keys and its root equals the tree of the
 entries it covers. It stops at the first problem and names it: the entry's
 seq, or the checkpoint's id.
 
-Without --key the signatures are not checked (a warning says so); anyone who
-can write the database could then rewrite it consistently.
+--key is required: without the verifier key nothing binds the ledger to the
+gateway, and anyone who can write the database could rewrite it
+consistently. --skip-signatures checks only the chain and the tree (a
+warning says so).
 
 A progress bar is drawn on stderr when it is a terminal, or with --progress.
 
@@ -194,6 +197,9 @@ read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := context.Background()
+			if len(keys) == 0 && !skipSigs {
+				return &exitError{code: 64, err: fmt.Errorf("ledger verify: --key FILE.vkey is required (the checkpoint verifier key; --skip-signatures checks only the chain and the tree)")}
+			}
 			verifiers, err := ledgerVerifiers(keys)
 			if err != nil {
 				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger verify: %w", err)}
@@ -245,6 +251,7 @@ read.`,
 	c.Flags().StringSliceVar(&keys, "key", nil, "verifier key file (NAME.vkey); repeat for rotated keys")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	c.Flags().BoolVar(&progress, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	c.Flags().BoolVar(&skipSigs, "skip-signatures", false, "verify without a key: chain and tree only, checkpoint signatures NOT checked")
 	ledgerUsageErrors(c)
 	return c
 }

@@ -154,8 +154,10 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	if !strings.Contains(errOut, "verifying [") || !strings.Contains(errOut, "7/7 entries") {
 		t.Fatalf("--progress drew no bar: %q", errOut)
 	}
-	// No key: verified, with a warning.
+	// No key: refused; --skip-signatures verifies with a warning.
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path)
+	wantCode(t, code, 64, out, errOut)
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--skip-signatures")
 	wantCode(t, code, 0, out, errOut)
 	if !strings.Contains(errOut, "NOT checked") {
 		t.Fatalf("no warning without --key: %s", errOut)

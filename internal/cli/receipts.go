@@ -37,6 +37,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "verify",
 		Short: "Verify evidence files offline",
 	}
+	groupCommand(cmd)
 	var receiptsPath, logPath string
 	var asJSON bool
 	capture := &cobra.Command{

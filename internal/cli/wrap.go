@@ -98,7 +98,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return &exitError{code: stdio.ExitUsage, err: fmt.Errorf("--log-level: %w", err)}
+		return &exitError{code: stdio.ExitUsage, err: fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -114,6 +114,9 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			return configError("%v", err)
 		}
 		pol = p
+		if f.role != "" && pol.RuleCount() > 0 && !pol.MentionsString(f.role) {
+			fmt.Fprintf(stderr, "gatehouse: warning: --role %q appears in no rule of policy %s: rules that test principal.role will not match it\n", f.role, f.policyPath)
+		}
 	} else {
 		fmt.Fprintln(stderr, DefaultPolicyNotice)
 	}

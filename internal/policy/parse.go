@@ -466,7 +466,7 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 					p.errorf(e.key.Line, label, "condition: %v", err)
 					ok = false
 				}
-				r.prg, r.loops = prg, loops
+				r.prg, r.loops, r.src = prg, loops, src
 				// A mention anywhere, even in a string literal, counts:
 				// decoding arguments that are not read costs only time.
 				if mentionsArguments.MatchString(src) {

@@ -304,3 +304,16 @@ func TestUsesArguments(t *testing.T) {
 		t.Error("the built-in policy reads no arguments")
 	}
 }
+
+func TestMentionsString(t *testing.T) {
+	p, err := Load("../../examples/policies/readonly-agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.MentionsString("readonly_agent") || p.MentionsString("readonly-agent") {
+		t.Errorf("MentionsString: readonly_agent %v, readonly-agent %v", p.MentionsString("readonly_agent"), p.MentionsString("readonly-agent"))
+	}
+	if p.RuleCount() != 1 {
+		t.Errorf("RuleCount = %d", p.RuleCount())
+	}
+}

@@ -19,6 +19,7 @@ package policy
 
 import (
 	"github.com/google/cel-go/cel"
+	"strings"
 )
 
 // Action is what the gateway does with a tools/call (evidence.md §5).
@@ -247,6 +248,22 @@ type Policy struct {
 	usesArguments bool
 }
 
+// MentionsString reports whether the string literal v (in double or single
+// quotes) appears in any rule's condition. The CLI uses it to warn about a
+// --role that no rule names, a likely typo that would otherwise leave every
+// role-based rule silently unmatched.
+func (p *Policy) MentionsString(v string) bool {
+	for _, r := range p.rules {
+		if strings.Contains(r.src, `"`+v+`"`) || strings.Contains(r.src, `'`+v+`'`) {
+			return true
+		}
+	}
+	return false
+}
+
+// RuleCount returns the number of rules.
+func (p *Policy) RuleCount() int { return len(p.rules) }
+
 // UsesArguments reports whether any condition of the policy may read the
 // `arguments` variable. When it is false, Evaluate never looks at
 // Input.Arguments, and a caller may leave it nil instead of decoding a
@@ -265,6 +282,8 @@ type rule struct {
 	mode   Mode
 	// condErr is the fixed reason used when the condition fails.
 	condErr string
+	// src is the condition's source text, "" when none.
+	src string
 }
 
 // Default returns the built-in policy used when none is configured: name

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -413,15 +412,27 @@ func (l *Ledger) commit(batch []*appendReq) {
 				return err
 			}
 		}
-		hashes := maps.Clone(h.hashes)
+		// The head's map is extended in place: if the transaction fails,
+		// the head is invalidated and reloaded anyway.
+		hashes := h.hashes
 		r := &mapHashReader{ctx: ctx, m: hashes, tx: tx}
 		t := now
 		if t.Before(h.last) {
 			t = h.last // never earlier than the previous entry
 		}
+		// Everything that is the same for the whole batch is encoded once;
+		// the leaves share one buffer.
+		enc := leafEncoder{ledgerID: l.id, time: t}
+		total := 0
+		for _, req := range live {
+			total += enc.size(req.kind, req.recordID, len(req.payload))
+		}
+		buf := make([]byte, 0, total)
 		prev := h.prev
 		leaves := make([][]byte, len(live))
-		var stored []tlog.Hash
+		// Entry n adds 1 + trailing ones of n stored hashes: 2n in all,
+		// give or take the levels.
+		stored := make([]tlog.Hash, 0, 2*len(live)+64)
 		for i, req := range live {
 			e := Entry{
 				LedgerID:     l.id,
@@ -432,7 +443,9 @@ func (l *Ledger) commit(batch []*appendReq) {
 				PreviousHash: prev,
 				Payload:      req.payload,
 			}
-			leaf := e.Leaf()
+			n := len(buf)
+			buf = enc.append(buf, &e)
+			leaf := buf[n:len(buf):len(buf)]
 			hs, err := tlog.StoredHashes(e.Seq, leaf, r)
 			if err != nil {
 				return fmt.Errorf("%w: computing tree hashes for entry %d: %v", ErrCorrupt, e.Seq, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -44,15 +45,20 @@ func (s *canonScanner) fail(what string) error {
 // checkCanonical reports whether b is one JSON value in RFC 8785 canonical
 // form.
 func checkCanonical(b []byte) error {
-	s := canonScanner{b: b}
-	if err := s.value(0); err != nil {
-		return err
+	s := scannerPool.Get().(*canonScanner)
+	s.b, s.pos = b, 0
+	err := s.value(0)
+	if err == nil && s.pos != len(b) {
+		err = s.fail("data after the value")
 	}
-	if s.pos != len(b) {
-		return s.fail("data after the value")
+	s.b = nil
+	if len(s.prevs) <= 64 && cap(s.name) <= 4096 {
+		scannerPool.Put(s) // its name buffers serve the next check
 	}
-	return nil
+	return err
 }
+
+var scannerPool = sync.Pool{New: func() any { return new(canonScanner) }}
 
 // value scans one value starting at s.pos.
 func (s *canonScanner) value(depth int) error {

@@ -150,18 +150,46 @@ type Entry struct {
 // returned by Append and ParseLeaf, whose fields are valid; for other values
 // the result is not guaranteed canonical.
 func (e *Entry) Leaf() []byte {
-	b := make([]byte, 0, 200+len(e.Payload)+len(e.RecordID))
-	return e.appendLeaf(b)
+	enc := leafEncoder{ledgerID: e.LedgerID, time: e.Time}
+	b := make([]byte, 0, enc.size(e.Kind, e.RecordID, len(e.Payload))+len(e.PreviousHash))
+	return enc.append(b, e)
 }
 
-func (e *Entry) appendLeaf(b []byte) []byte {
+// leafEncoder encodes the leaves of entries that share a ledger id and a
+// time (one batch) with those two encoded once.
+type leafEncoder struct {
+	ledgerID string
+	time     time.Time
+	enc      bool
+	idJSON   []byte // `,"ledger_id":"…","ledger_seq":`
+	timeJSON []byte // `,"time":"…"}`
+}
+
+func (c *leafEncoder) init() {
+	if c.enc {
+		return
+	}
+	c.enc = true
+	c.idJSON = append(appendString(append(c.idJSON[:0], `,"ledger_id":`...), c.ledgerID), `,"ledger_seq":`...)
+	c.timeJSON = append(appendTime(append(c.timeJSON[:0], `,"time":"`...), c.time), `"}`...)
+}
+
+// size is an upper bound of the leaf's length for a valid previous hash
+// (escapes can only make kind and record id longer, and they are
+// validated not to need any).
+func (c *leafEncoder) size(kind, recordID string, payload int) int {
+	c.init()
+	return len(`{"kind":""`) + len(kind) + len(c.idJSON) + 20 + len(`,"payload":`) + max(payload, 4) +
+		len(`,"previous_hash":""`) + len(ZeroHash) + len(`,"record_id":""`) + len(recordID) + len(c.timeJSON)
+}
+
+func (c *leafEncoder) append(b []byte, e *Entry) []byte {
+	c.init()
 	// RFC 8785 §3.2.3 orders members by their UTF-16 code units; for these
 	// ASCII names that is byte order, fixed here.
 	b = append(b, `{"kind":`...)
 	b = appendString(b, e.Kind)
-	b = append(b, `,"ledger_id":`...)
-	b = appendString(b, e.LedgerID)
-	b = append(b, `,"ledger_seq":`...)
+	b = append(b, c.idJSON...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"payload":`...)
 	if len(e.Payload) == 0 {
@@ -173,11 +201,7 @@ func (e *Entry) appendLeaf(b []byte) []byte {
 	b = appendString(b, e.PreviousHash)
 	b = append(b, `,"record_id":`...)
 	b = appendString(b, e.RecordID)
-	b = append(b, `,"time":`...)
-	b = append(b, '"')
-	b = appendTime(b, e.Time)
-	b = append(b, `"}`...)
-	return b
+	return append(b, c.timeJSON...)
 }
 
 // Hash returns the chain hash of e: "sha256:" followed by the lowercase hex

@@ -260,17 +260,18 @@ func (t *pgTx) Append(ctx context.Context, start int64, leaves [][]byte, hashSta
 	for i := range leaves {
 		seqs[i] = start + int64(i)
 	}
-	if _, err := t.tx.Exec(ctx, `INSERT INTO ledger_entries (seq, leaf) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, seqs, leaves); err != nil {
-		return err
-	}
 	idx := make([]int64, len(hashes))
 	hs := make([][]byte, len(hashes))
 	for i := range hashes {
 		idx[i] = hashStart + int64(i)
 		hs[i] = hashes[i][:]
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO ledger_hashes (idx, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, idx, hs)
-	return err
+	// Both multi-row INSERTs in one round trip (pgx caches the prepared
+	// statements per connection).
+	var b pgx.Batch
+	b.Queue(`INSERT INTO ledger_entries (seq, leaf) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, seqs, leaves)
+	b.Queue(`INSERT INTO ledger_hashes (idx, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, idx, hs)
+	return t.tx.SendBatch(ctx, &b).Close()
 }
 
 func (t *pgTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {

@@ -11,14 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,55 +54,19 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "gatehouse-evidence-e2e-")
+	dir, cleanup, err := harness.Setup("gatehouse-evidence-e2e-",
+		harness.Build{Out: "gatehouse", Pkg: "github.com/gatehouse-mcp/gatehouse/cmd/gatehouse"},
+		harness.Build{Out: "receiptserver", Pkg: "github.com/gatehouse-mcp/gatehouse/test/receiptserver"},
+		harness.Build{Out: "fakeserver", Pkg: "github.com/gatehouse-mcp/gatehouse/test/fakeserver"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	stateHome = filepath.Join(dir, "state")
-	if err := os.Mkdir(stateHome, 0o700); err != nil {
-		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
-		return 1
-	}
-	if err := os.Setenv("XDG_STATE_HOME", stateHome); err != nil {
-		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
-		return 1
-	}
 	gatehouseBin = filepath.Join(dir, "gatehouse")
 	receiptBin = filepath.Join(dir, "receiptserver")
 	fakeBin = filepath.Join(dir, "fakeserver")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	builds := map[string]string{
-		gatehouseBin: "github.com/gatehouse-mcp/gatehouse/cmd/gatehouse",
-		receiptBin:   "github.com/gatehouse-mcp/gatehouse/test/receiptserver",
-		fakeBin:      "github.com/gatehouse-mcp/gatehouse/test/fakeserver",
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(builds))
-	for out, pkg := range builds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd := exec.Command(goCmd, "build", "-o", out, pkg)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	failed := false
-	for err := range errs {
-		fmt.Fprintln(os.Stderr, "evidence e2e:", err)
-		failed = true
-	}
-	if failed {
-		return 1
-	}
 	return m.Run()
 }
 
@@ -111,22 +74,7 @@ func testMain(m *testing.M) int {
 // A running gatehouse with a scripted client on its stdio.
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = harness.SyncBuffer
 
 type gw struct {
 	t      testing.TB

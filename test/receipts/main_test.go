@@ -9,11 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,47 +55,15 @@ const (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "gatehouse-receipts-bin-")
+	dir, cleanup, err := harness.Setup("gatehouse-receipts-bin-",
+		harness.Build{Out: "gatehouse", Pkg: gatehousePkg}, harness.Build{Out: "fakeserver", Pkg: fakePkg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "receipts e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// Each gatehouse the tests start keeps its audit ledger (and its
-	// checkpoint key) here, not in the user's state directory.
-	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// Readable by other users: one test runs gatehouse as nobody.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "receipts e2e:", err)
-		return 1
-	}
+	defer cleanup()
 	gatehouseBin = filepath.Join(dir, "gatehouse")
 	fakeBin = filepath.Join(dir, "fakeserver")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	builds := []struct{ out, pkg string }{{gatehouseBin, gatehousePkg}, {fakeBin, fakePkg}}
-	errs := make([]error, len(builds))
-	var wg sync.WaitGroup
-	for i, b := range builds {
-		wg.Go(func() {
-			cmd := exec.Command(goCmd, "build", "-o", b.out, b.pkg)
-			cmd.Stdout = os.Stderr
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %w", b.pkg, err)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintln(os.Stderr, "receipts e2e:", err)
-		return 1
-	}
 	return m.Run()
 }
 

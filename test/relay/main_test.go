@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,45 +37,21 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "gatehouse-relay-bin-")
+	gh := harness.Build{Out: "gatehouse", Pkg: gatehousePkg}
+	// GATEHOUSE_RELAY_RACE=1 builds gatehouse with the race detector;
+	// every test then fails on a race report in its stderr.
+	if os.Getenv("GATEHOUSE_RELAY_RACE") != "" {
+		gh.Flags = []string{"-race"}
+	}
+	dir, cleanup, err := harness.Setup("gatehouse-relay-bin-", gh, harness.Build{Out: "fakeserver", Pkg: fakePkg})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay tests:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// Each gatehouse the tests start keeps its audit ledger (and its
-	// checkpoint key) here, not in the user's state directory.
-	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// Readable by other users: one test runs gatehouse as nobody.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "relay tests:", err)
-		return 1
-	}
+	defer cleanup()
 	binDir = dir
 	gatehouseBin = filepath.Join(dir, "gatehouse")
 	fakeBin = filepath.Join(dir, "fakeserver")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	for out, pkg := range map[string]string{gatehouseBin: gatehousePkg, fakeBin: fakePkg} {
-		args := []string{"build", "-o", out}
-		// GATEHOUSE_RELAY_RACE=1 builds gatehouse with the race detector;
-		// every test then fails on a race report in its stderr.
-		if os.Getenv("GATEHOUSE_RELAY_RACE") != "" && pkg == gatehousePkg {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command(goCmd, append(args, pkg)...)
-		cmd.Stdout = os.Stderr
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "relay tests: go build %s: %v\n", pkg, err)
-			return 1
-		}
-	}
 	return m.Run()
 }
 
@@ -89,22 +65,7 @@ func relayBug(t testing.TB, desc string) {
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = harness.SyncBuffer
 
 // run describes one gatehouse run.
 type run struct {

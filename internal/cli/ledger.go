@@ -400,12 +400,12 @@ func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 	var err error
 	if f.since != "" {
 		if since, err = time.Parse(time.RFC3339Nano, f.since); err != nil {
-			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--since: %w", err)}
+			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--since %q: want an RFC 3339 time such as 2026-11-30T00:00:00Z", f.since)}
 		}
 	}
 	if f.until != "" {
 		if until, err = time.Parse(time.RFC3339Nano, f.until); err != nil {
-			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--until: %w", err)}
+			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--until %q: want an RFC 3339 time such as 2026-11-30T00:00:00Z", f.until)}
 		}
 	}
 	ctx := context.Background()
@@ -479,7 +479,7 @@ func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 	}
 	// Stream the output: nothing is accumulated, whatever the ledger size.
 	w := bufio.NewWriter(stdout)
-	const row = "%7s  %-27s  %-16s  %-20s  %-24s  %-10s  %s\n"
+	const row = "%7s  %-27s  %-16s  %-24s  %-24s  %-10s  %s\n"
 	if !f.asJSON {
 		fmt.Fprintf(w, row, "SEQ", "TIME", "KIND", "SERVER", "TOOL", "ACTION", "RECORD")
 	}

@@ -226,3 +226,18 @@ func TestDeniedCallsNeverReachTheServer(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+func TestToolCallParamsInAnotherCaseAreRefused(t *testing.T) {
+	for _, params := range []string{
+		`{"NAME":"write","arguments":{}}`,
+		`{"name":"echo","Arguments":{"path":"/etc/shadow"}}`,
+		`{"name":"echo","arguments":{},"_META":{}}`,
+	} {
+		if _, ok := parseToolCall([]byte(params)); ok {
+			t.Errorf("parseToolCall(%s) accepted", params)
+		}
+	}
+	if p, ok := parseToolCall([]byte(`{"name":"echo","arguments":{"Path":"a"}}`)); !ok || p.name != "echo" {
+		t.Errorf("a plain call was refused")
+	}
+}

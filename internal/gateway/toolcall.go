@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
@@ -25,14 +26,24 @@ type toolCallParams struct {
 	meta      []byte
 }
 
+// parseToolCall reads params.name, params.arguments and params._meta; ok is
+// false when name is missing or not a string, arguments is not an object,
+// or a member is one of those names in another case.
 func parseToolCall(params []byte) (toolCallParams, bool) {
 	var p toolCallParams
 	if params == nil || params[0] != '{' {
 		return p, false
 	}
-	ok := false
+	ok, nearMiss := false, false
 	_ = jsonrpc.ObjectMembers(params, func(n string, v []byte) {
 		switch n {
+		default:
+			// "NAME" or "Arguments" alone: a server matching names
+			// case-insensitively would read what the gateway did not.
+			switch strings.ToLower(strings.ToUpper(n)) {
+			case "name", "arguments", "_meta":
+				nearMiss = true
+			}
 		case "name":
 			if v[0] == '"' {
 				var s string
@@ -46,7 +57,7 @@ func parseToolCall(params []byte) (toolCallParams, bool) {
 			p.meta = v
 		}
 	})
-	if p.arguments != nil && p.arguments[0] != '{' {
+	if nearMiss || p.arguments != nil && p.arguments[0] != '{' {
 		return p, false
 	}
 	return p, ok && p.name != ""

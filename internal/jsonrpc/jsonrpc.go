@@ -243,6 +243,9 @@ func Parse(frame []byte) (Message, error) {
 		}
 		return m, nil
 	case '[':
+		if name := foldedDuplicate(val); name != "" {
+			return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: duplicate member name " + name + " (names may not differ only in case)"}
+		}
 		p.reset(val)
 		return parseBatch(&p.dec, val)
 	}
@@ -262,6 +265,9 @@ func (p *parser) parseObject(body []byte) (Message, error) {
 	end := int(p.dec.InputOffset())
 	if _, err := p.dec.ReadToken(); err != io.EOF {
 		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: data after the JSON value"}
+	}
+	if name := foldedDuplicate(body); name != "" {
+		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: duplicate member name " + name + " (names may not differ only in case)"}
 	}
 	if perr != nil {
 		return Message{Raw: body}, perr
@@ -324,6 +330,7 @@ func classify(dec *jsontext.Decoder, obj []byte) (Message, *Error) {
 		version          []byte
 		hasMethod, hasID bool
 		methodKind       jsontext.Kind
+		nearMiss         string // a member that is a JSON-RPC name in another case
 	)
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
@@ -359,10 +366,17 @@ func classify(dec *jsontext.Decoder, obj []byte) (Message, *Error) {
 			m.Result = raw
 		case "error":
 			m.Error = raw
+		default:
+			if f := foldKey(key); rpcMembers[f] && nearMiss == "" {
+				nearMiss = "invalid request: member " + key + " differs from the JSON-RPC member " + f + " only in case"
+			}
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil { // the closing '}'
 		return m, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
+	}
+	if nearMiss != "" {
+		return m, &Error{Code: CodeInvalidRequest, Message: nearMiss}
 	}
 	if string(version) != `"2.0"` {
 		return m, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`, ID: validID(m.ID)}

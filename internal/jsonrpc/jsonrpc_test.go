@@ -405,3 +405,41 @@ func TestKindString(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseFoldedNames: member names that differ only in case are refused at
+// any depth (a server decoding case-insensitively would read another
+// message than the one decided), and so is a top-level member that is a
+// JSON-RPC member name in another case. Regression for a policy bypass
+// found in review: {"method":"ping","METHOD":"tools/call",...} reached a Go
+// encoding/json server as tools/call with no decision.
+func TestCaseFoldedNames(t *testing.T) {
+	for _, tc := range []struct {
+		frame string
+		code  int
+	}{
+		{`{"jsonrpc":"2.0","id":4,"method":"ping","METHOD":"tools/call","params":{"name":"write","arguments":{}}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}},"Params":{"name":"write","arguments":{}}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","NAME":"delete","arguments":{}}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}},"paramſ":{"name":"write","arguments":{}}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"path":"/tmp/a","PATH":"/etc/shadow"}}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"k":1,"\u212a":2}}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized","METHOD":"tools/call","ID":7,"params":{}}`, CodeParseError},
+		{`{"jsonrpc":"2.0","id":4,"result":{},"METHOD":"tools/call"}`, CodeInvalidRequest},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}]`, CodeParseError},
+	} {
+		_, err := Parse([]byte(tc.frame + "\n"))
+		var perr *Error
+		if !errors.As(err, &perr) || perr.Code != tc.code {
+			t.Errorf("Parse(%s) = %v, want code %d", tc.frame, err, tc.code)
+		}
+	}
+	// Different names that merely contain capitals stay fine.
+	for _, ok := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"A","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"Path":"a","other":{"Path":"b"}}}}`,
+	} {
+		if _, err := Parse([]byte(ok + "\n")); err != nil {
+			t.Errorf("Parse(%s) = %v, want it accepted", ok, err)
+		}
+	}
+}

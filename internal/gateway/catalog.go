@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
@@ -14,6 +15,9 @@ import (
 type catalog struct {
 	mu    sync.RWMutex
 	tools map[string]mcp.Tool
+	// props maps a tool name to its inputSchema's top-level property names,
+	// folded (see foldName) to exact.
+	props map[string]map[string]string
 	// stale is set by notifications/tools/list_changed: the next tools/call
 	// refreshes the whole catalog before it is decided.
 	stale bool
@@ -22,7 +26,48 @@ type catalog struct {
 	listing []mcp.Tool
 }
 
-func newCatalog() *catalog { return &catalog{tools: map[string]mcp.Tool{}} }
+func newCatalog() *catalog {
+	return &catalog{tools: map[string]mcp.Tool{}, props: map[string]map[string]string{}}
+}
+
+// schemaProps returns the top-level property names of an inputSchema,
+// folded to exact; nil when there are none.
+func schemaProps(schema []byte) map[string]string {
+	if len(schema) == 0 || schema[0] != '{' {
+		return nil
+	}
+	props := member(schema, "properties")
+	if len(props) == 0 || props[0] != '{' {
+		return nil
+	}
+	out := map[string]string{}
+	_ = jsonrpc.ObjectMembers(props, func(n string, _ []byte) { out[foldName(n)] = n })
+	return out
+}
+
+// foldName is a name under case folding (lower(upper(name))), as a server
+// matching member names case-insensitively would compare them.
+func foldName(n string) string { return strings.ToLower(strings.ToUpper(n)) }
+
+// argumentNameMismatch reports an argument name of the call that differs
+// from a property of the tool's inputSchema only in case ("Path" for
+// "path"): the policy would read one argument and a server matching names
+// case-insensitively another.
+func (c *catalog) argumentNameMismatch(tool string, args []byte) bool {
+	c.mu.RLock()
+	props := c.props[tool]
+	c.mu.RUnlock()
+	if props == nil || len(args) == 0 || args[0] != '{' {
+		return false
+	}
+	bad := false
+	_ = jsonrpc.ObjectMembers(args, func(n string, _ []byte) {
+		if exact, ok := props[foldName(n)]; ok && exact != n {
+			bad = true
+		}
+	})
+	return bad
+}
 
 func (c *catalog) lookup(name string) (mcp.Tool, bool, bool) {
 	c.mu.RLock()
@@ -47,6 +92,7 @@ func (c *catalog) upsert(tools []mcp.Tool) {
 	defer c.mu.Unlock()
 	for _, t := range tools {
 		c.tools[t.Name] = t
+		c.props[t.Name] = schemaProps(t.InputSchema)
 	}
 }
 
@@ -74,11 +120,14 @@ func (c *catalog) page(tools []mcp.Tool, first, last bool) {
 // replace installs a complete listing (all pages) and clears stale.
 func (c *catalog) replace(tools []mcp.Tool) {
 	m := make(map[string]mcp.Tool, len(tools))
+	props := make(map[string]map[string]string, len(tools))
 	for _, t := range tools {
 		m[t.Name] = t
+		props[t.Name] = schemaProps(t.InputSchema)
 	}
 	c.mu.Lock()
 	c.tools = m
+	c.props = props
 	c.stale = false
 	c.mu.Unlock()
 }

@@ -17,7 +17,7 @@ import (
 )
 
 const testTools = `{"tools":[` +
-	`{"name":"read","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+	`{"name":"read","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}},"annotations":{"readOnlyHint":true}},` +
 	`{"name":"write","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false}}]}`
 
 // harness runs a Session between an in-memory client and an in-memory
@@ -239,5 +239,27 @@ func TestToolCallParamsInAnotherCaseAreRefused(t *testing.T) {
 	}
 	if p, ok := parseToolCall([]byte(`{"name":"echo","arguments":{"Path":"a"}}`)); !ok || p.name != "echo" {
 		t.Errorf("a plain call was refused")
+	}
+}
+
+func TestArgumentNameInAnotherCaseIsDenied(t *testing.T) {
+	h := newHarness(t, Config{Policy: readonlyPolicy(t, "")})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	// A policy reading arguments.path would not see "PATH"; a server
+	// matching names case-insensitively would use it as path.
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"PATH":"/etc/shadow"}}}` + "\n")
+	got := h.recv()
+	if !strings.Contains(got, `"code":-32080`) || !strings.Contains(got, RuleArgumentNameCase) {
+		t.Fatalf("answer = %s", got)
+	}
+	h.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/a","other":1}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"id":3,"result"`) {
+		t.Fatalf("exact names refused: %s", got)
+	}
+	for _, l := range h.serverGot() {
+		if strings.Contains(l, "/etc/shadow") {
+			t.Fatalf("the call reached the server: %s", l)
+		}
 	}
 }

@@ -14,9 +14,13 @@ import (
 
 // Rule names the gateway itself uses in decisions that no policy rule made.
 const (
-	RuleUnknownTool   = "unknown_tool"
-	RuleNotRecorded   = "decision_not_recorded"
-	reasonUnknownTool = "the server has not listed this tool"
+	RuleUnknownTool = "unknown_tool"
+	RuleNotRecorded = "decision_not_recorded"
+	// RuleArgumentNameCase denies a call with an argument whose name
+	// differs from one of the tool's inputSchema properties only in case.
+	RuleArgumentNameCase   = "argument_name_case"
+	reasonArgumentNameCase = "an argument name differs from a property of the tool's inputSchema only in case"
+	reasonUnknownTool      = "the server has not listed this tool"
 )
 
 // toolCallParams are the parts of tools/call params the gateway reads.
@@ -189,7 +193,10 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		in.Tool.SideEffect = tool.Annotations.SideEffect()
 	}
 	var d policy.Decision
-	if !known {
+	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
+		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase,
+			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
+	} else if !known {
 		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleUnknownTool, Reason: reasonUnknownTool, ReasonCode: RuleUnknownTool,
 			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
 	} else {

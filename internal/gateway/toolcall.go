@@ -158,8 +158,9 @@ func (s *Session) release(id jsonrpc.ID, slot *pending) {
 // batch member.
 //
 // With async (the client relay loop calling) and an Evidence to wait for,
-// the call is finished on a goroutine of its own and decideToolCall reports
-// neither a forward nor an answer.
+// the call is finished in the ordered queue to the server, once its
+// evidence is durable, and decideToolCall reports neither a forward nor an
+// answer.
 func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
 	isRequest := m.Kind == jsonrpc.KindRequest
 	received := time.Now()

@@ -158,8 +158,8 @@ func New(cfg Config, toServer, toClient io.Writer) *Session {
 		catalog:    newCatalog(),
 	}
 	if cfg.Evidence != nil {
-		sess.toServerQ = newQueue(sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
-		sess.toClientQ = newQueue(sess.sendClient, sess.sendClient, func(err error) { sess.log.Error("relay to client failed", "err", err) })
+		sess.toServerQ = newQueue(sess.toServer, sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
+		sess.toClientQ = newQueue(sess.toClient, sess.sendClient, sess.sendClient, func(err error) { sess.log.Error("relay to client failed", "err", err) })
 	}
 	return sess
 }
@@ -186,7 +186,7 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 	// is reported done and the queue closes (deferred calls run last-in
 	// first-out).
 	defer s.held.Wait()
-	return s.relay(ctx, r, "client", s.handleClient, s.clientOversized)
+	return s.relay(ctx, r, "client", s.toServer, s.handleClient, s.clientOversized)
 }
 
 // RunServer relays frames from the server until r ends. It returns nil at
@@ -199,17 +199,37 @@ func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 		// the server side is reported done.
 		defer s.toClientQ.close()
 	}
-	return s.relay(ctx, r, "server", s.handleServer, s.serverOversized)
+	return s.relay(ctx, r, "server", s.toClient, s.handleServer, s.serverOversized)
 }
 
 // relay is the loop of one direction: read a frame from r, hand it to
 // handle (or an oversized one to oversized), until r ends (nil), ctx ends
 // (nil) or a handler fails (its error).
-func (s *Session) relay(ctx context.Context, r io.Reader, from string, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error) error {
+//
+// While further whole frames are already buffered, the loop holds dst, the
+// writer its frames mostly go to (wire.Writer.Hold): frames that arrived
+// together are then written together, in one write, and a frame that
+// arrives alone is written at once. The hold is released before the loop
+// can block on reading, so nothing handled waits for more input.
+func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire.Writer, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error) (err error) {
 	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
+	holding := false
+	defer func() {
+		if holding {
+			if rerr := dst.Release(); rerr != nil && err == nil {
+				err = fmt.Errorf("%w: %w", ErrFatal, rerr)
+			}
+		}
+	}()
 	for {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if holding && !rd.HasFrame() {
+			holding = false
+			if err := dst.Release(); err != nil {
+				return fmt.Errorf("%w: %w", ErrFatal, err)
+			}
 		}
 		frame, err := rd.ReadFrame()
 		if err != nil {
@@ -224,6 +244,10 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, handle fu
 				return nil
 			}
 			return fmt.Errorf("read from %s: %w", from, err)
+		}
+		if !holding && rd.HasFrame() {
+			dst.Hold()
+			holding = true
 		}
 		big := len(frame) >= bigFrame
 		if err := handle(frame); err != nil {

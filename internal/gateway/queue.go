@@ -1,6 +1,10 @@
 package gateway
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/wire"
+)
 
 // queue keeps frames in arrival order while some of them wait for their
 // evidence to be recorded (Evidence on). One goroutine takes items in order:
@@ -25,14 +29,33 @@ type queueItem struct {
 const queueDepth = 1024
 
 // newQueue starts a queue that sends forwarded frames with send and answers
-// with reply.
-func newQueue(send func([]byte) error, reply func([]byte) error, onErr func(error)) *queue {
+// with reply. dst is the writer send writes to: while more items are
+// queued, the queue holds it (wire.Writer.Hold), so that frames made ready
+// by one group commit leave in one write.
+func newQueue(dst *wire.Writer, send func([]byte) error, reply func([]byte) error, onErr func(error)) *queue {
 	q := &queue{items: make(chan queueItem, queueDepth)}
 	q.wg.Add(1)
 	go func() {
 		defer q.wg.Done()
 		failed := false
+		holding := false
+		release := func() {
+			holding = false
+			if err := dst.Release(); err != nil && !failed {
+				failed = true
+				onErr(err)
+			}
+		}
+		defer func() {
+			if holding {
+				release()
+			}
+		}()
 		for it := range q.items {
+			if !holding && len(q.items) > 0 {
+				dst.Hold()
+				holding = true
+			}
 			fwd, answer := true, []byte(nil)
 			if it.ready != nil {
 				fwd, answer = it.ready()
@@ -52,6 +75,9 @@ func newQueue(send func([]byte) error, reply func([]byte) error, onErr func(erro
 					failed = true
 					onErr(err)
 				}
+			}
+			if holding && len(q.items) == 0 {
+				release()
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +72,20 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 
 // Limit returns the maximum frame size in bytes.
 func (r *Reader) Limit() int { return r.limit }
+
+// HasFrame reports whether a whole line (one ending in LF) is already
+// buffered, so that the next ReadFrame returns without reading from the
+// underlying stream. A relay loop uses it to coalesce its writes while it
+// works through frames that arrived together (see Writer.Hold). It never
+// reads; it scans only the buffered bytes up to the first LF.
+func (r *Reader) HasFrame() bool {
+	n := r.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := r.br.Peek(n) // never reads: n bytes are buffered
+	return bytes.IndexByte(b, '\n') >= 0
+}
 
 // ReadFrame returns the next frame: one line including its LF (and the CR
 // before it, if any). The returned slice is valid only until the next call.
@@ -160,23 +175,108 @@ func (r *Reader) tooLarge(head []byte, seen int64, ended bool) error {
 	return e
 }
 
+// CoalesceBytes is the most a held Writer buffers before it writes anyway:
+// 64 KiB, the capacity of a Linux pipe.
+const CoalesceBytes = 64 << 10
+
 // Writer writes whole frames to a byte stream. It is safe for concurrent
-// use: each WriteFrame is one uninterleaved write.
+// use: each frame is written whole and frames keep the order of the
+// WriteFrame calls.
+//
+// Normally every WriteFrame is one write to the stream. While the Writer is
+// held (Hold), frames are gathered in a buffer and written together when
+// the last holder calls Release, or earlier when the buffer would exceed
+// CoalesceBytes; a frame larger than that is written by itself. A relay
+// loop holds its destination while it has more input already buffered, so
+// that frames arriving together leave together, in one write, with no
+// added delay for a frame that arrives alone.
+//
+// A failed write makes the Writer fail: that WriteFrame or Release, and
+// every later one, returns the error, and nothing more is written.
 type Writer struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	holds int
+	err   error
 }
 
 // NewWriter returns a Writer over w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
 // WriteFrame writes frame exactly as given (the caller includes the
-// terminator). It returns the underlying writer's error, wrapped.
+// terminator), or while the Writer is held appends it to the buffer; frame
+// is not retained after WriteFrame returns. It returns the underlying
+// writer's error, wrapped, or the error of an earlier failed write. While
+// held, a nil error means the frame was buffered: a failure to write it is
+// reported by a later call.
 func (w *Writer) WriteFrame(frame []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, err := w.w.Write(frame); err != nil {
-		return fmt.Errorf("write frame: %w", err)
+	if w.err != nil {
+		return w.err
+	}
+	if w.holds == 0 {
+		return w.write(frame)
+	}
+	if len(w.buf)+len(frame) > CoalesceBytes {
+		if err := w.flush(); err != nil {
+			return err
+		}
+		if len(frame) > CoalesceBytes {
+			return w.write(frame)
+		}
+	}
+	w.buf = append(w.buf, frame...)
+	return nil
+}
+
+// Hold starts (or joins) a period during which frames are gathered rather
+// than written one by one. Every Hold must be followed by one Release.
+func (w *Writer) Hold() {
+	w.mu.Lock()
+	w.holds++
+	w.mu.Unlock()
+}
+
+// Release ends one Hold; when no holder is left it writes what was
+// gathered, in one write. It returns the write's error, wrapped, or the
+// error of an earlier failed write.
+func (w *Writer) Release() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.holds > 0 {
+		w.holds--
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.holds == 0 {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the buffer (w.mu held).
+func (w *Writer) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	err := w.write(w.buf)
+	if cap(w.buf) > 2*CoalesceBytes {
+		w.buf = nil // a one-off big buffer is not kept
+	} else {
+		w.buf = w.buf[:0]
+	}
+	return err
+}
+
+// write writes b to the stream (w.mu held) and makes a failure sticky.
+func (w *Writer) write(b []byte) error {
+	if _, err := w.w.Write(b); err != nil {
+		w.err = fmt.Errorf("write frame: %w", err)
+		w.buf = nil
+		return w.err
 	}
 	return nil
 }

@@ -328,3 +328,120 @@ func TestWriterConcurrent(t *testing.T) {
 		t.Errorf("read %d frames, want %d", n, writers*each)
 	}
 }
+
+// countWriter records each Write as one element.
+type countWriter struct {
+	writes [][]byte
+	fail   error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	if c.fail != nil {
+		return 0, c.fail
+	}
+	c.writes = append(c.writes, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+func TestWriterHold(t *testing.T) {
+	big := line(CoalesceBytes + 10)
+	tests := []struct {
+		name  string
+		steps []string // "hold", "release", or a frame to write
+		want  []string // the writes that reach the stream, in order
+	}{
+		{"unheld frames are written one by one", []string{"a\n", "b\n"}, []string{"a\n", "b\n"}},
+		{"held frames leave together at release", []string{"hold", "a\n", "b\r\n", "c\n", "release", "d\n"}, []string{"a\nb\r\nc\n", "d\n"}},
+		{"nested holds write at the last release", []string{"hold", "a\n", "hold", "b\n", "release", "c\n", "release"}, []string{"a\nb\nc\n"}},
+		{"release with nothing gathered writes nothing", []string{"hold", "release"}, nil},
+		{"a frame over the coalescing size flushes and goes alone", []string{"hold", "a\n", big, "b\n", "release"}, []string{"a\n", big, "b\n"}},
+		{"the buffer is written before it would exceed the size", []string{"hold", line(CoalesceBytes - 4), "xyzw\n", "release"}, []string{line(CoalesceBytes - 4), "xyzw\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cw := &countWriter{}
+			w := NewWriter(cw)
+			for _, st := range tc.steps {
+				var err error
+				switch st {
+				case "hold":
+					w.Hold()
+				case "release":
+					err = w.Release()
+				default:
+					err = w.WriteFrame([]byte(st))
+				}
+				if err != nil {
+					t.Fatalf("%q: %v", st, err)
+				}
+			}
+			if len(cw.writes) != len(tc.want) {
+				t.Fatalf("%d writes, want %d", len(cw.writes), len(tc.want))
+			}
+			for i := range tc.want {
+				if string(cw.writes[i]) != tc.want[i] {
+					t.Errorf("write %d = %.40q (%d bytes), want %.40q (%d bytes)", i, cw.writes[i], len(cw.writes[i]), tc.want[i], len(tc.want[i]))
+				}
+			}
+		})
+	}
+}
+
+// TestWriterHoldError: a failed write while flushing a held buffer is
+// returned by Release and by every later call, and nothing else is written.
+func TestWriterHoldError(t *testing.T) {
+	cw := &countWriter{}
+	w := NewWriter(cw)
+	w.Hold()
+	if err := w.WriteFrame([]byte("a\n")); err != nil {
+		t.Fatalf("buffered write: %v", err)
+	}
+	cw.fail = io.ErrClosedPipe
+	if err := w.Release(); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("Release = %v, want io.ErrClosedPipe", err)
+	}
+	cw.fail = nil
+	if err := w.WriteFrame([]byte("b\n")); !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("WriteFrame after a failure = %v, want the earlier io.ErrClosedPipe", err)
+	}
+	w.Hold()
+	if err := w.Release(); !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("Release after a failure = %v, want the earlier io.ErrClosedPipe", err)
+	}
+	if len(cw.writes) != 0 {
+		t.Errorf("%d writes reached the stream after the failure", len(cw.writes))
+	}
+}
+
+// TestHasFrame: HasFrame is true exactly when a whole line is buffered.
+func TestHasFrame(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := NewReader(pr, 1024)
+	go func() {
+		pw.Write([]byte("{\"a\":1}\n{\"b\":2}\n{\"c\""))
+		pw.Write([]byte(":3}\n"))
+		pw.Close()
+	}()
+	if r.HasFrame() {
+		t.Fatal("HasFrame before anything was read")
+	}
+	f, err := r.ReadFrame()
+	if err != nil || string(f) != "{\"a\":1}\n" {
+		t.Fatalf("first frame %q, %v", f, err)
+	}
+	if !r.HasFrame() {
+		t.Error("HasFrame false with a whole second line buffered")
+	}
+	if f, err = r.ReadFrame(); err != nil || string(f) != "{\"b\":2}\n" {
+		t.Fatalf("second frame %q, %v", f, err)
+	}
+	if r.HasFrame() {
+		t.Error("HasFrame true with only part of a line buffered")
+	}
+	if f, err = r.ReadFrame(); err != nil || string(f) != "{\"c\":3}\n" {
+		t.Fatalf("third frame %q, %v", f, err)
+	}
+	if r.HasFrame() {
+		t.Error("HasFrame true at end of input")
+	}
+}

@@ -112,11 +112,27 @@ func nullRelay(argv []string) int {
 		return 69
 	}
 	copyFrames := func(dst io.Writer, src io.Reader) {
+		// The gateway's write pattern: frames that arrived together are
+		// written together (wire.Writer.Hold while more are buffered).
 		r, w := wire.NewReader(src, 1<<30), wire.NewWriter(dst)
+		holding := false
 		for {
+			if holding && !r.HasFrame() {
+				holding = false
+				if w.Release() != nil {
+					return
+				}
+			}
 			f, err := r.ReadFrame()
 			if err != nil {
+				if holding {
+					w.Release()
+				}
 				return
+			}
+			if !holding && r.HasFrame() {
+				w.Hold()
+				holding = true
 			}
 			if w.WriteFrame(f) != nil {
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"os"
@@ -101,6 +102,10 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		return &exitError{code: stdio.ExitUsage, err: fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// Event ids (decision log, tool_call_id) are random UUIDs, one or two
+	// per tools/call: draw their randomness from crypto/rand in blocks
+	// rather than with a getrandom call each.
+	uuid.EnableRandPool()
 
 	// Everything that can be checked before the server starts is checked
 	// here; a refused configuration never spawns it.

@@ -193,22 +193,34 @@ func (l *Log) Emit(eventType string, data any) (Event, error) {
 	if l.f == nil {
 		return Event{}, fmt.Errorf("decision log: emit %s to %s: %w", eventType, l.path, os.ErrClosed)
 	}
-	env := envelope{
-		SpecVersion:     SpecVersion,
-		ID:              id,
-		Source:          l.source,
-		Type:            eventType,
-		Time:            l.now().UTC().Format(time.RFC3339Nano),
-		DataContentType: DataContentType,
-		Data:            data,
+	t := l.now().UTC()
+	var b []byte
+	if d, ok := data.(appender); ok {
+		// The event shapes of every tools/call, without reflection; the
+		// bytes are those encoding/json writes (encode.go).
+		b, ok = appendEnvelope(make([]byte, 0, 768), id, l.source, eventType, t, d)
+		if !ok {
+			b = nil
+		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(env); err != nil { // Encode appends exactly one LF
-		return Event{}, fmt.Errorf("decision log: marshal %s event: %w", eventType, err)
+	if b == nil {
+		env := envelope{
+			SpecVersion:     SpecVersion,
+			ID:              id,
+			Source:          l.source,
+			Type:            eventType,
+			Time:            t.Format(time.RFC3339Nano),
+			DataContentType: DataContentType,
+			Data:            data,
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(env); err != nil { // Encode appends exactly one LF
+			return Event{}, fmt.Errorf("decision log: marshal %s event: %w", eventType, err)
+		}
+		b = buf.Bytes()
 	}
-	b := buf.Bytes()
 	n, err := l.f.Write(b)
 	if err == nil && n != len(b) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))

@@ -1,0 +1,185 @@
+package decisionlog
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// This file writes the events whose shape the gateway emits on every
+// tools/call without reflection. The bytes are exactly what encoding/json
+// writes for the same values with HTML escaping off (FuzzAppendEvent holds
+// the two together), so the format of the log does not depend on which
+// path wrote a line.
+
+// appender is implemented by event data that can append its own JSON
+// encoding; ok false means "use encoding/json" (a value the fast path does
+// not handle exactly, such as an rpc_id that is not a plain JSON token).
+type appender interface {
+	appendJSON(b []byte) (out []byte, ok bool)
+}
+
+// appendEnvelope appends the CloudEvents envelope of one event with data
+// already encoded by d, and the LF. ok is false when d declined.
+func appendEnvelope(b []byte, id, source, eventType string, t time.Time, d appender) ([]byte, bool) {
+	b = append(b, `{"specversion":"`+SpecVersion+`","id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"source":`...)
+	b = appendString(b, source)
+	b = append(b, `,"type":`...)
+	b = appendString(b, eventType)
+	b = append(b, `,"time":"`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","datacontenttype":"`+DataContentType+`","data":`...)
+	b, ok := d.appendJSON(b)
+	if !ok {
+		return b, false
+	}
+	return append(b, '}', '\n'), true
+}
+
+// appendJSON appends d as encoding/json would marshal it.
+func (d ToolDecision) appendJSON(b []byte) ([]byte, bool) {
+	if !plainToken(d.RPCID) {
+		return b, false
+	}
+	b = append(b, `{"tool":`...)
+	b = appendString(b, d.Tool)
+	b = append(b, `,"decision":`...)
+	b = appendString(b, d.Decision)
+	b = append(b, `,"reason_code":`...)
+	b = appendString(b, d.ReasonCode)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, d.Reason)
+	b = append(b, `,"matched_rule":`...)
+	b = appendString(b, d.MatchedRule)
+	b = append(b, `,"policy_name":`...)
+	b = appendString(b, d.PolicyName)
+	b = append(b, `,"policy_version":`...)
+	b = appendString(b, d.PolicyVersion)
+	if d.Shadow != nil {
+		b = append(b, `,"shadow":{"action":`...)
+		b = appendString(b, d.Shadow.Action)
+		b = append(b, `,"matched_rule":`...)
+		b = appendString(b, d.Shadow.MatchedRule)
+		b = append(b, `,"reason":`...)
+		b = appendString(b, d.Shadow.Reason)
+		b = append(b, '}')
+	}
+	b = append(b, `,"rpc_id_present":`...)
+	b = strconv.AppendBool(b, d.RPCIDPresent)
+	b = append(b, `,"rpc_id":`...)
+	if d.RPCID == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, d.RPCID...)
+	}
+	b = append(b, `,"tool_call_id":`...)
+	b = appendString(b, d.ToolCallID)
+	b = append(b, `,"tool_call_id_strength":`...)
+	b = appendString(b, d.ToolCallIDStrength)
+	b = append(b, `,"tool_call_id_source":`...)
+	b = appendString(b, d.ToolCallIDSource)
+	if d.PrincipalID != "" {
+		b = append(b, `,"principal_id":`...)
+		b = appendString(b, d.PrincipalID)
+	}
+	if d.Role != "" {
+		b = append(b, `,"role":`...)
+		b = appendString(b, d.Role)
+	}
+	if d.ServerID != "" {
+		b = append(b, `,"server_id":`...)
+		b = appendString(b, d.ServerID)
+	}
+	b = append(b, `,"side_effect":`...)
+	b = appendString(b, d.SideEffect)
+	b = append(b, `,"tool_known":`...)
+	b = strconv.AppendBool(b, d.ToolKnown)
+	b = append(b, `,"forwarded":`...)
+	b = strconv.AppendBool(b, d.Forwarded)
+	return append(b, '}'), true
+}
+
+// plainToken reports whether raw is nil or one valid JSON value without
+// whitespace outside strings that encoding/json's compaction would leave
+// unchanged: a JSON-RPC id as the parser returns it.
+func plainToken(raw json.RawMessage) bool {
+	if raw == nil {
+		return true
+	}
+	if len(raw) == 0 || !json.Valid(raw) {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		// Valid and starting with a quote: one string, unless whitespace
+		// follows it.
+		return raw[len(raw)-1] == '"'
+	case c == '-' || '0' <= c && c <= '9' || c == 't' || c == 'f' || c == 'n':
+		// A number or literal starting at its first byte: valid means no
+		// whitespace unless trailing.
+		c := raw[len(raw)-1]
+		return c != ' ' && c != '\t' && c != '\n' && c != '\r'
+	}
+	return false // an object, an array, or leading whitespace
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string exactly as encoding/json does
+// with HTML escaping off: '"' and '\\' escaped, \b \f \n \r \t in short
+// form, other control characters as \u00xx, invalid UTF-8 as \ufffd, and
+// U+2028 and U+2029 escaped.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

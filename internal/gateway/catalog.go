@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
 // catalog is what the gateway knows of the server's tools, learned from every
@@ -24,10 +25,58 @@ type catalog struct {
 	// listing accumulates the pages of a client-initiated tools/list from
 	// its first page (no cursor) to its last (no nextCursor).
 	listing []mcp.Tool
+	// gen counts changes of tools and stale; decisions holds policy
+	// decisions per tool name taken at generation gen, for a policy that
+	// depends only on the tool (policy.DependsOnlyOnTool). Every change
+	// empties it.
+	gen       uint64
+	decisions map[string]policy.Decision
 }
 
+// maxDecisions bounds the decision cache (one entry per tool name).
+const maxDecisions = 4096
+
 func newCatalog() *catalog {
-	return &catalog{tools: map[string]mcp.Tool{}, props: map[string]map[string]string{}}
+	return &catalog{tools: map[string]mcp.Tool{}, props: map[string]map[string]string{}, decisions: map[string]policy.Decision{}}
+}
+
+// changed records a change of the catalog (c.mu held for writing): cached
+// decisions no longer hold.
+func (c *catalog) changed() {
+	c.gen++
+	clear(c.decisions)
+}
+
+// lookupGen is lookup with the generation the answer belongs to, for
+// decision and keepDecision.
+func (c *catalog) lookupGen(name string) (t mcp.Tool, known, stale bool, gen uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.tools[name]
+	return t, ok, c.stale, c.gen
+}
+
+// decision returns the cached policy decision for tool name, if one was
+// kept at generation gen and the catalog has not changed since.
+func (c *catalog) decision(name string, gen uint64) (policy.Decision, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.gen != gen {
+		return policy.Decision{}, false
+	}
+	d, ok := c.decisions[name]
+	return d, ok
+}
+
+// keepDecision caches d for tool name if the catalog is still at
+// generation gen (a decision taken on an older definition is not kept).
+func (c *catalog) keepDecision(name string, gen uint64, d policy.Decision) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || len(c.decisions) >= maxDecisions {
+		return
+	}
+	c.decisions[name] = d
 }
 
 // schemaProps returns the top-level property names of an inputSchema,
@@ -81,6 +130,7 @@ func (c *catalog) lookup(name string) (mcp.Tool, bool, bool) {
 // pages predate the change) will not replace it.
 func (c *catalog) markStale() {
 	c.mu.Lock()
+	c.changed()
 	c.stale = true
 	c.listing = nil
 	c.mu.Unlock()
@@ -90,6 +140,7 @@ func (c *catalog) markStale() {
 func (c *catalog) upsert(tools []mcp.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changed()
 	for _, t := range tools {
 		c.tools[t.Name] = t
 		c.props[t.Name] = schemaProps(t.InputSchema)
@@ -126,6 +177,7 @@ func (c *catalog) replace(tools []mcp.Tool) {
 		props[t.Name] = schemaProps(t.InputSchema)
 	}
 	c.mu.Lock()
+	c.changed()
 	c.tools = m
 	c.props = props
 	c.stale = false

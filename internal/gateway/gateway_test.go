@@ -263,3 +263,58 @@ func TestArgumentNameInAnotherCaseIsDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedDecisionFollowsTheToolDefinition: with a policy that depends
+// only on the tool, a decision is reused for the same definition and taken
+// again when the definition changes (a read-only tool that turns mutating
+// is denied from then on).
+func TestCachedDecisionFollowsTheToolDefinition(t *testing.T) {
+	pol := readonlyPolicy(t, "")
+	if !pol.DependsOnlyOnTool() {
+		t.Fatal("the test policy should be cacheable")
+	}
+	h := newHarness(t, Config{Policy: pol, Principal: policy.Principal{Role: "readonly_agent"}})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	for _, id := range []string{"2", "3"} {
+		h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/a"}}}` + "\n")
+		if got := h.recv(); !strings.Contains(got, `"id":`+id+`,"result"`) {
+			t.Fatalf("read-only call %s refused: %s", id, got)
+		}
+	}
+	if _, ok := h.sess.catalog.decision("read", h.sess.catalog.gen); !ok {
+		t.Fatal("no decision cached for a policy that depends only on the tool")
+	}
+	// The server redefines read as mutating (as a later listing would).
+	tools, _ := parseToolsPage([]byte(`{"tools":[{"name":"read","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}},"annotations":{"readOnlyHint":false}}]}`))
+	h.sess.catalog.replace(tools)
+	h.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/b"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"code":-32080`) || !strings.Contains(got, "readonly_agent_no_mutating_tools") {
+		t.Fatalf("call after the definition changed = %s, want the readonly denial", got)
+	}
+	for _, l := range h.serverGot() {
+		if strings.Contains(l, "/tmp/b") {
+			t.Fatalf("the call reached the server: %s", l)
+		}
+	}
+}
+
+// TestNoDecisionCacheForPerCallPolicies: a policy reading arguments is
+// evaluated on every call.
+func TestNoDecisionCacheForPerCallPolicies(t *testing.T) {
+	p2, err := policy.Parse("t.yaml", []byte("name: a\nversion: \"1\"\nrules:\n  - id: no_shadow\n    when: 'has(arguments.path) && arguments.path == \"/etc/shadow\"'\n    action: deny\n    reason: no\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Policy: p2})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/a"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"id":2,"result"`) {
+		t.Fatalf("allowed call refused: %s", got)
+	}
+	h.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{"path":"/etc/shadow"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"code":-32080`) {
+		t.Fatalf("second call with other arguments = %s, want a denial", got)
+	}
+}

@@ -164,34 +164,16 @@ func (s *Session) release(id jsonrpc.ID, slot *pending) {
 func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
 	isRequest := m.Kind == jsonrpc.KindRequest
 	received := time.Now()
-	tool, known, stale := s.catalog.lookup(p.name)
+	tool, known, stale, gen := s.catalog.lookupGen(p.name)
 	if stale {
 		// The server said its tools changed and the new list could not be
 		// fetched: the old definition is not to be trusted.
 		known = false
 	}
 	meta := decodeObject(p.meta)
-	in := &policy.Input{
-		Principal: s.cfg.Principal,
-		ServerID:  s.cfg.ServerID,
-		Tool: policy.Tool{
-			Name:        p.name,
-			Known:       known,
-			Title:       tool.Title,
-			Description: tool.Description,
-			Annotations: map[string]any{},
-			SideEffect:  mcp.SideEffectDestructive,
-		},
-		Meta: meta,
-	}
-	if s.cfg.Policy.UsesArguments() {
-		// Decoded only for a policy that reads them: a large argument
-		// object costs a copy and a map otherwise.
-		in.Arguments = decodeObject(p.arguments)
-	}
+	sideEffect := mcp.SideEffectDestructive
 	if known {
-		in.Tool.Annotations = tool.Annotations.Map()
-		in.Tool.SideEffect = tool.Annotations.SideEffect()
+		sideEffect = tool.Annotations.SideEffect()
 	}
 	var d policy.Decision
 	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
@@ -200,8 +182,33 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	} else if !known {
 		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleUnknownTool, Reason: reasonUnknownTool, ReasonCode: RuleUnknownTool,
 			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
+	} else if cached, ok := s.catalog.decision(p.name, gen); ok {
+		// The policy reads only the principal, the server and the tool
+		// (policy.DependsOnlyOnTool), all unchanged since this decision.
+		d = cached
 	} else {
+		in := &policy.Input{
+			Principal: s.cfg.Principal,
+			ServerID:  s.cfg.ServerID,
+			Tool: policy.Tool{
+				Name:        p.name,
+				Known:       known,
+				Title:       tool.Title,
+				Description: tool.Description,
+				Annotations: tool.Annotations.Map(),
+				SideEffect:  sideEffect,
+			},
+			Meta: meta,
+		}
+		if s.cfg.Policy.UsesArguments() {
+			// Decoded only for a policy that reads them: a large argument
+			// object costs a copy and a map otherwise.
+			in.Arguments = decodeObject(p.arguments)
+		}
 		d = s.cfg.Policy.Evaluate(in)
+		if s.cfg.Policy.DependsOnlyOnTool() {
+			s.catalog.keepDecision(p.name, gen, d)
+		}
 	}
 	allowed := d.Action == policy.ActionAllow || d.Action == policy.ActionMonitor
 
@@ -228,7 +235,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		PrincipalID:        s.cfg.Principal.ID,
 		Role:               s.cfg.Principal.Role,
 		ServerID:           s.cfg.ServerID,
-		SideEffect:         in.Tool.SideEffect,
+		SideEffect:         sideEffect,
 		ToolKnown:          known,
 		Forwarded:          allowed,
 	}

@@ -409,6 +409,11 @@ func (p *parser) receipts(n *yaml.Node, pol *Policy) {
 // mentionsArguments finds the identifier `arguments` in a condition.
 var mentionsArguments = regexp.MustCompile(`\barguments\b`)
 
+// mentionsMeta finds a mention of the `meta` variable (the request's
+// params._meta). CEL identifiers are ASCII letters, digits and '_', exactly
+// what \b delimits, so a condition that reads the variable mentions it.
+var mentionsMeta = regexp.MustCompile(`\bmeta\b`)
+
 var ruleID = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 func (p *parser) rules(seq *yaml.Node, pol *Policy) {
@@ -471,6 +476,9 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 				// decoding arguments that are not read costs only time.
 				if mentionsArguments.MatchString(src) {
 					pol.usesArguments = true
+				}
+				if mentionsMeta.MatchString(src) || loops {
+					pol.perCall = true
 				}
 			} else {
 				ok = false

@@ -305,6 +305,32 @@ func TestUsesArguments(t *testing.T) {
 	}
 }
 
+func TestDependsOnlyOnTool(t *testing.T) {
+	for _, tc := range []struct {
+		when string
+		want bool
+	}{
+		{`tool.side_effect != "read_only"`, true},
+		{`principal.role == "readonly_agent" && server.id == "fs" && tool.name.startsWith("read")`, true},
+		{`has(arguments.path)`, false},
+		{`meta.x == "y"`, false},
+		{`"tool_call_id" in meta`, false},
+		{`tool.annotations.exists(k, k == "readOnlyHint")`, false}, // a comprehension: evaluated under a deadline
+		{`tool.name == "metadata"`, true},                          // a string, not the variable
+	} {
+		p, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+tc.when+"'\n    action: deny\n    reason: r\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.when, err)
+		}
+		if got := p.DependsOnlyOnTool(); got != tc.want {
+			t.Errorf("DependsOnlyOnTool for %s = %v, want %v", tc.when, got, tc.want)
+		}
+	}
+	if !Default().DependsOnlyOnTool() {
+		t.Error("the built-in policy depends only on the tool")
+	}
+}
+
 func TestMentionsString(t *testing.T) {
 	p, err := Load("../../examples/policies/readonly-agent.yaml")
 	if err != nil {

@@ -246,6 +246,10 @@ type Policy struct {
 	// usesArguments is whether a condition may read `arguments`: when
 	// not, the gateway need not decode them (Input.Arguments may be nil).
 	usesArguments bool
+	// perCall is whether a condition may read `meta` or runs a
+	// comprehension (evaluated under a deadline); with usesArguments it
+	// makes decisions depend on more than the principal, server and tool.
+	perCall bool
 }
 
 // MentionsString reports whether the string literal v (in double or single
@@ -269,6 +273,14 @@ func (p *Policy) RuleCount() int { return len(p.rules) }
 // Input.Arguments, and a caller may leave it nil instead of decoding a
 // large argument object.
 func (p *Policy) UsesArguments() bool { return p.usesArguments }
+
+// DependsOnlyOnTool reports whether Evaluate's decision is a function of
+// Input.Principal, Input.ServerID and Input.Tool alone: no condition
+// mentions `arguments` or `meta`, and none contains a comprehension (whose
+// deadline could make the same input decide differently under load). A
+// caller may then reuse one decision for every call of the same tool
+// definition by the same principal on the same server.
+func (p *Policy) DependsOnlyOnTool() bool { return !p.usesArguments && !p.perCall }
 
 // rule is one compiled rule.
 type rule struct {

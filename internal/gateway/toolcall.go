@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
@@ -50,9 +52,8 @@ func parseToolCall(params []byte) (toolCallParams, bool) {
 			}
 		case "name":
 			if v[0] == '"' {
-				var s string
-				if json.Unmarshal(v, &s) == nil {
-					p.name, ok = s, true
+				if s, err := jsontext.AppendUnquote(nil, v); err == nil {
+					p.name, ok = string(s), true
 				}
 			}
 		case "arguments":

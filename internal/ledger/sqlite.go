@@ -8,20 +8,22 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver (pure Go)
 )
 
-// SQLite schema. Table names carry a ledger_ prefix so that the file may be
-// shared with other data.
+// SQLite schema (version 2, see store.go). Table names carry a ledger_
+// prefix so that the file may be shared with other data.
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger_entries (seq INTEGER PRIMARY KEY, leaf BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger_blocks (start INTEGER PRIMARY KEY, count INTEGER NOT NULL, leaves BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger_hash_blocks (start INTEGER PRIMARY KEY, hashes BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS ledger_checkpoints (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
 	size INTEGER NOT NULL,
@@ -30,6 +32,20 @@ CREATE TABLE IF NOT EXISTS ledger_checkpoints (
 );
 CREATE INDEX IF NOT EXISTS ledger_checkpoints_size ON ledger_checkpoints (size, id);
 `
+
+// sqliteTombstones are views with the names of the schema-1 tables that
+// fail whenever they are used, naming the problem: a gatehouse from before
+// schema 2 opening the ledger finds them instead of creating empty tables
+// (CREATE TABLE IF NOT EXISTS sees the name taken) and appending a second
+// chain beside the blocks; its reads and writes fail instead.
+const sqliteTombstones = `
+CREATE VIEW IF NOT EXISTS ledger_entries (seq, leaf) AS SELECT * FROM "` + tombstoneMessage + `";
+CREATE VIEW IF NOT EXISTS ledger_hashes (idx, hash) AS SELECT * FROM "` + tombstoneMessage + `";
+`
+
+// tombstoneMessage is what a gatehouse from before schema 2 reports on a
+// schema-2 ledger (as SQLite's "no such table", or PostgreSQL's exception).
+const tombstoneMessage = "this Gatehouse ledger is stored as blocks (schema 2): upgrade gatehouse to use it"
 
 // sqliteBusyTimeout is how long a connection waits for another process's
 // write lock (milliseconds).
@@ -122,6 +138,12 @@ type sqliteStore struct {
 	ro       *sql.DB     //
 	wlock    *writerLock // path-lock, held around write transactions; nil when read-only
 
+	// legacy is set by Init when the file is in the schema-1 layout (one
+	// row per entry and per hash) and the store may not migrate it (opened
+	// read-only, or Init without a proposed id): the reads then use that
+	// layout.
+	legacy atomic.Bool
+
 	// stmts holds the statements of write transactions, prepared once by
 	// Init on rw (database/sql prepares them again by itself should the
 	// connection be replaced): parsing the SQL of every statement again in
@@ -134,11 +156,8 @@ type sqliteStore struct {
 
 // sqliteWriteQueries are the statements prepared by Init.
 func sqliteWriteQueries() []string {
-	q := []string{sqliteSizeQuery, sqliteLeafQuery, sqliteLatestQuery, sqliteAddCheckpointQuery}
-	for _, ins := range sqliteInsertQueries {
-		q = append(q, ins[0], ins[1])
-	}
-	return q
+	return []string{sqliteSizeQuery, sqliteBlockAtQuery, sqliteHashAtQuery, sqliteHashRangeQuery,
+		sqliteAppendBlockQuery, sqliteAppendHashesQuery, sqliteLatestQuery, sqliteAddCheckpointQuery}
 }
 
 // prepare prepares the write statements (rw must be idle: it has one
@@ -164,38 +183,194 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 	return nil
 }
 
+// Init of a read-write store with a proposed id creates the schema, records
+// the id and the schema version, and migrates a schema-1 file to blocks,
+// all in one write transaction; otherwise it only reads the id, in either
+// layout.
 func (s *sqliteStore) Init(ctx context.Context, proposed string) (string, error) {
 	if s.readOnly || proposed == "" {
-		var id string
-		err := s.ro.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id'`).Scan(&id)
-		if err != nil {
-			if errors.Is(err, sql.ErrNoRows) || strings.Contains(err.Error(), "no such table") {
-				return "", fmt.Errorf("%s is not a Gatehouse ledger (no ledger id)", s.path)
-			}
-			return "", fmt.Errorf("%s: %w", s.path, err)
-		}
-		return id, nil
-	}
-	if _, err := s.rw.ExecContext(ctx, sqliteSchema); err != nil {
-		return "", fmt.Errorf("%s: creating schema: %w", s.path, err)
+		return s.initRead(ctx)
 	}
 	var id string
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
-		t := tx.(*sqliteTx)
-		err := t.tx.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id'`).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			id = proposed
-			_, err = t.tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?), ('schema', '1')`, proposed)
-		}
+		var err error
+		id, err = sqliteInitTx(ctx, tx.(*sqliteTx).tx, proposed, s.path)
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", s.path, err)
 	}
+	s.legacy.Store(false)
 	if err := s.prepare(ctx); err != nil {
 		return "", fmt.Errorf("%s: preparing statements: %w", s.path, err)
 	}
 	return id, nil
+}
+
+// sqliteTables returns the type ("table", "view") of each of the named
+// schema objects that exists.
+func sqliteTables(ctx context.Context, q queryer) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, type FROM sqlite_master WHERE name IN ('ledger_meta', 'ledger_blocks', 'ledger_entries')`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return nil, err
+		}
+		out[name] = typ
+	}
+	return out, rows.Err()
+}
+
+// initRead is Init without writing: the ledger id, and the layout.
+func (s *sqliteStore) initRead(ctx context.Context) (string, error) {
+	tables, err := sqliteTables(ctx, s.ro)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", s.path, err)
+	}
+	if tables["ledger_meta"] != "table" {
+		return "", fmt.Errorf("%s is not a Gatehouse ledger (no ledger id)", s.path)
+	}
+	legacy := tables["ledger_entries"] == "table"
+	if legacy && tables["ledger_blocks"] == "table" {
+		return "", fmt.Errorf("%s holds the ledger in both layouts (ledger_entries and ledger_blocks tables): a gatehouse from before schema 2 wrote to it after it was migrated; see docs/ledger.md", s.path)
+	}
+	var id string
+	err = s.ro.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id'`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("%s is not a Gatehouse ledger (no ledger id)", s.path)
+	} else if err != nil {
+		return "", fmt.Errorf("%s: %w", s.path, err)
+	}
+	if err := checkSchemaVersion(sqliteSchemaVersion(ctx, s.ro)); err != nil {
+		return "", fmt.Errorf("%s: %w", s.path, err)
+	}
+	s.legacy.Store(legacy)
+	return id, nil
+}
+
+// sqliteSchemaVersion returns the "schema" value of ledger_meta ("" when
+// there is none).
+func sqliteSchemaVersion(ctx context.Context, q queryer) (string, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE key = 'schema'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+// sqliteInitTx is Init's write transaction.
+func sqliteInitTx(ctx context.Context, tx *sql.Tx, proposed, path string) (string, error) {
+	tables, err := sqliteTables(ctx, tx)
+	if err != nil {
+		return "", err
+	}
+	if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+		return "", fmt.Errorf("creating schema: %w", err)
+	}
+	var id string
+	err = tx.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id'`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		id = proposed
+		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?), ('schema', ?)`, proposed, strconv.Itoa(schemaVersion))
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := checkSchemaVersion(sqliteSchemaVersion(ctx, tx)); err != nil {
+		return "", err
+	}
+	if tables["ledger_entries"] == "table" {
+		if err := sqliteMigrate(ctx, tx); err != nil {
+			return "", fmt.Errorf("migrating the ledger from schema 1 (a row per entry) to schema 2 (blocks): %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, sqliteTombstones); err != nil {
+		return "", fmt.Errorf("creating schema: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('schema', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1 WHERE value <> ?1`, strconv.Itoa(schemaVersion))
+	return id, err
+}
+
+// checkSchemaVersion refuses a store written by a newer gatehouse. v is
+// the recorded version ("" and "1": schema 1, from before the version was
+// checked).
+func checkSchemaVersion(v string, err error) error {
+	if err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%w: schema version %q in ledger_meta", ErrCorrupt, v)
+	}
+	if n > schemaVersion {
+		return fmt.Errorf("the ledger is in schema %d, written by a newer gatehouse (this one reads schema 1 and %d): upgrade gatehouse", n, schemaVersion)
+	}
+	return nil
+}
+
+// sqliteMigrate copies the schema-1 tables into blocks (runs of
+// consecutive seqs or indexes, up to migrateBlockEntries entries or
+// migrateBlockHashes hashes each) and drops them, inside Init's
+// transaction. The bytes are copied unchanged, so the ledger verifies after
+// as before; a leaf with a line feed or a hash that is not 32 bytes cannot
+// be stored as a block, and fails the migration (and Init).
+func sqliteMigrate(ctx context.Context, tx *sql.Tx) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM ledger_blocks LIMIT 1)) + (SELECT count(*) FROM (SELECT 1 FROM ledger_hash_blocks LIMIT 1))`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return errors.New("both ledger_entries and ledger_blocks hold entries: a gatehouse from before schema 2 wrote to the ledger after it was migrated; see docs/ledger.md")
+	}
+	page := func(query string) func(after int64) ([]legacyRow, error) {
+		return func(after int64) ([]legacyRow, error) {
+			rows, err := tx.QueryContext(ctx, query, after)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []legacyRow
+			for rows.Next() {
+				var r legacyRow
+				if err := rows.Scan(&r.key, &r.val); err != nil {
+					return nil, err
+				}
+				out = append(out, r)
+			}
+			return out, rows.Err()
+		}
+	}
+	if _, err := regroup(page(`SELECT seq, leaf FROM ledger_entries WHERE seq > ? ORDER BY seq LIMIT 4096`), migrateBlockEntries, func(start int64, leaves [][]byte) error {
+		b, err := legacyLeafBlock(start, leaves)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_blocks (start, count, leaves) VALUES (?, ?, ?)`, start, len(leaves), b)
+		return err
+	}); err != nil {
+		return err
+	}
+	if _, err := regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > ? ORDER BY idx LIMIT 16384`), migrateBlockHashes, func(start int64, hashes [][]byte) error {
+		b, err := joinHashes(start, hashes)
+		if err != nil {
+			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify`", err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_hash_blocks (start, hashes) VALUES (?, ?)`, start, b)
+		return err
+	}); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DROP TABLE ledger_entries; DROP TABLE ledger_hashes;`)
+	return err
 }
 
 func (s *sqliteStore) Update(ctx context.Context, f func(context.Context, Tx) error) error {
@@ -221,18 +396,19 @@ func (s *sqliteStore) Update(ctx context.Context, f func(context.Context, Tx) er
 }
 
 func (s *sqliteStore) Size(ctx context.Context) (int64, error) {
-	return sqliteSize(ctx, s.ro)
+	q := sqliteSizeQuery
+	if s.legacy.Load() {
+		q = sqliteLegacySizeQuery
+	}
+	var n int64
+	err := s.ro.QueryRowContext(ctx, q).Scan(&n)
+	return n, err
 }
 
+// queryer is what *sql.DB, *sql.Tx and *sqliteTx have in common.
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func sqliteSize(ctx context.Context, q queryer) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM ledger_entries`).Scan(&n)
-	return n, err
 }
 
 func (s *sqliteStore) Leaves(ctx context.Context, from, to int64, f func(int64, []byte) error) error {
@@ -241,70 +417,79 @@ func (s *sqliteStore) Leaves(ctx context.Context, from, to int64, f func(int64, 
 		return err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT seq, leaf FROM ledger_entries WHERE seq >= ? AND seq < ? ORDER BY seq`, from, to)
+	if s.legacy.Load() {
+		return sqliteLegacyLeaves(ctx, tx, from, to, f)
+	}
+	rows, err := tx.QueryContext(ctx, sqliteLeafRangeQuery, from, to)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var leaf sql.RawBytes
-	var seq int64
+	st := leafStream{from: from, to: to, f: f}
 	for rows.Next() {
-		if err := rows.Scan(&seq, &leaf); err != nil {
+		var b leafBlock
+		if err := rows.Scan(&b.start, &b.count, &b.leaves); err != nil {
 			return err
 		}
-		if err := f(seq, leaf); err != nil {
+		if err := st.add(b); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return st.end()
 }
 
 func (s *sqliteStore) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	if s.legacy.Load() {
+		return sqliteLegacyReadHashes(ctx, s.ro, indexes)
+	}
 	return sqliteReadHashes(ctx, s.ro, indexes)
 }
 
-// sqliteReadHashes reads hashes run by run: a run of consecutive indexes is
-// one range query.
+// sqliteReadHashes reads the hashes of each run of at least hashRunMin
+// consecutive indexes (verification reads whole chunks) as the blocks
+// holding the run, in one range query, and other indexes one by one, each
+// the 32 bytes of its block.
 func sqliteReadHashes(ctx context.Context, q queryer, indexes []int64) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	for i := 0; i < len(indexes); {
-		j := i + 1
-		for j < len(indexes) && indexes[j] == indexes[j-1]+1 {
-			j++
+	l := newHashLookup(indexes)
+	for _, r := range l.runs() {
+		i, j := r[0], r[1]
+		if j-i < hashRunMin {
+			for k := i; k < j; k++ {
+				var start int64
+				var h []byte
+				err := q.QueryRowContext(ctx, sqliteHashAtQuery, l.sorted[k]).Scan(&start, &h)
+				if errors.Is(err, sql.ErrNoRows) {
+					continue
+				} else if err != nil {
+					return nil, err
+				}
+				l.set(k, h)
+			}
+			continue
 		}
-		lo, hi := indexes[i], indexes[j-1]
-		rows, err := q.QueryContext(ctx, `SELECT idx, hash FROM ledger_hashes WHERE idx >= ? AND idx <= ? ORDER BY idx`, lo, hi)
+		rows, err := q.QueryContext(ctx, sqliteHashRangeQuery, l.sorted[i], l.sorted[j-1])
 		if err != nil {
 			return nil, err
 		}
-		k := i
-		var idx int64
-		var h sql.RawBytes
+		var blocks []hashBlock
 		for rows.Next() {
-			if err := rows.Scan(&idx, &h); err != nil {
+			var b hashBlock
+			if err := rows.Scan(&b.start, &b.hashes); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			if k >= j || idx != indexes[k] {
-				break
-			}
-			if len(h) != tlog.HashSize {
-				rows.Close()
-				return nil, fmt.Errorf("%w: stored hash %d has %d bytes", ErrCorrupt, idx, len(h))
-			}
-			copy(out[k][:], h)
-			k++
+			blocks = append(blocks, b)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		if k != j {
-			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrCorrupt, indexes[k])
-		}
-		i = j
+		l.fill(i, j, blocks)
 	}
-	return out, nil
+	return l.result(indexes)
 }
 
 func (s *sqliteStore) Checkpoints(ctx context.Context) ([]StoredCheckpoint, error) {
@@ -350,20 +535,25 @@ type sqliteTx struct {
 	stmts map[string]*sql.Stmt // prepared statements; nil before Init
 }
 
-// exec runs query in the transaction, as its prepared statement when there
-// is one.
-func (t *sqliteTx) exec(ctx context.Context, query string, args ...any) error {
-	var err error
+// ExecContext runs query in the transaction, as its prepared statement
+// when there is one.
+func (t *sqliteTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st, ok := t.stmts[query]; ok {
-		_, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	} else {
-		_, err = t.tx.ExecContext(ctx, query, args...)
+		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
-	return err
+	return t.tx.ExecContext(ctx, query, args...)
 }
 
-// queryRow is exec for a query of one row.
-func (t *sqliteTx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+// QueryContext is ExecContext for a query.
+func (t *sqliteTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st, ok := t.stmts[query]; ok {
+		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext is ExecContext for a query of one row.
+func (t *sqliteTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st, ok := t.stmts[query]; ok {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
@@ -371,93 +561,102 @@ func (t *sqliteTx) queryRow(ctx context.Context, query string, args ...any) *sql
 }
 
 const (
-	sqliteSizeQuery   = `SELECT coalesce(max(seq) + 1, 0) FROM ledger_entries`
-	sqliteLeafQuery   = `SELECT leaf FROM ledger_entries WHERE seq = ?`
-	sqliteLatestQuery = `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size DESC, id DESC LIMIT 1`
+	// sqliteSizeQuery is the end of the last block: one seek.
+	sqliteSizeQuery = `SELECT coalesce((SELECT start + count FROM ledger_blocks ORDER BY start DESC LIMIT 1), 0)`
+	// sqliteHashEndQuery is the end of the last hash block.
+	sqliteHashEndQuery = `SELECT coalesce((SELECT start + length(hashes) / 32 FROM ledger_hash_blocks ORDER BY start DESC LIMIT 1), 0)`
+	// sqliteBlockAtQuery is the block holding entry ?1.
+	sqliteBlockAtQuery = `SELECT start, count, leaves FROM ledger_blocks WHERE start <= ?1 ORDER BY start DESC LIMIT 1`
+	// sqliteLeafRangeQuery is the blocks holding entries ?1 <= seq < ?2.
+	sqliteLeafRangeQuery = `SELECT start, count, leaves FROM ledger_blocks
+		WHERE start >= coalesce((SELECT start FROM ledger_blocks WHERE start <= ?1 ORDER BY start DESC LIMIT 1), ?1) AND start < ?2
+		ORDER BY start`
+	// sqliteHashAtQuery is the 32 bytes of hash ?1 (fewer if its block
+	// is short).
+	sqliteHashAtQuery = `SELECT start, substr(hashes, (?1 - start) * 32 + 1, 32) FROM ledger_hash_blocks WHERE start <= ?1 ORDER BY start DESC LIMIT 1`
+	// sqliteHashRangeQuery is the hash blocks holding ?1 <= idx <= ?2.
+	sqliteHashRangeQuery = `SELECT start, hashes FROM ledger_hash_blocks
+		WHERE start >= coalesce((SELECT start FROM ledger_hash_blocks WHERE start <= ?1 ORDER BY start DESC LIMIT 1), ?1) AND start <= ?2
+		ORDER BY start`
+	// sqliteAppendBlockQuery inserts a block only where the ledger ends
+	// (0 rows otherwise).
+	sqliteAppendBlockQuery = `INSERT INTO ledger_blocks (start, count, leaves) SELECT ?1, ?2, ?3
+		WHERE ?1 = coalesce((SELECT start + count FROM ledger_blocks ORDER BY start DESC LIMIT 1), 0)`
+	// sqliteAppendHashesQuery inserts a hash block only where the stored
+	// hashes end.
+	sqliteAppendHashesQuery = `INSERT INTO ledger_hash_blocks (start, hashes) SELECT ?1, ?2
+		WHERE ?1 = coalesce((SELECT start + length(hashes) / 32 FROM ledger_hash_blocks ORDER BY start DESC LIMIT 1), 0)`
 
+	sqliteLatestQuery        = `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size DESC, id DESC LIMIT 1`
 	sqliteAddCheckpointQuery = `INSERT INTO ledger_checkpoints (size, note, created) VALUES (?, ?, ?)`
 )
 
 func (t *sqliteTx) Size(ctx context.Context) (int64, error) {
 	var n int64
-	err := t.queryRow(ctx, sqliteSizeQuery).Scan(&n)
+	err := t.QueryRowContext(ctx, sqliteSizeQuery).Scan(&n)
 	return n, err
 }
 
 func (t *sqliteTx) Leaf(ctx context.Context, seq int64) ([]byte, error) {
+	var b leafBlock
+	err := t.QueryRowContext(ctx, sqliteBlockAtQuery, seq).Scan(&b.start, &b.count, &b.leaves)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
 	var leaf []byte
-	err := t.queryRow(ctx, sqliteLeafQuery, seq).Scan(&leaf)
-	if errors.Is(err, sql.ErrNoRows) {
+	blockLeaves(b.start, b.count, b.leaves, seq, seq+1, func(_ int64, l []byte) error {
+		leaf = l
+		return nil
+	})
+	if leaf == nil {
 		return nil, fmt.Errorf("%w: entry %d is missing", ErrCorrupt, seq)
 	}
-	return leaf, err
+	return leaf, nil
 }
 
 func (t *sqliteTx) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
-	return sqliteReadHashes(ctx, t.tx, indexes)
+	return sqliteReadHashes(ctx, t, indexes)
 }
 
-// sqliteMaxRows bounds the rows of one multi-row INSERT (2 parameters
-// each, far below SQLite's 32766-parameter limit). A batch of n rows is
-// inserted in chunks of power-of-two sizes (the binary digits of n, at most
-// sqliteMaxRows each), so that a handful of cached statements serve every
-// batch size.
-const sqliteMaxRows = 256
-
-// sqliteInsertQueries[k] are the INSERT statements of 1<<k rows into
-// ledger_entries and ledger_hashes.
-var sqliteInsertQueries = func() (q [9][2]string) {
-	for k := range q {
-		for j, prefix := range []string{`INSERT INTO ledger_entries (seq, leaf) VALUES `, `INSERT INTO ledger_hashes (idx, hash) VALUES `} {
-			var b strings.Builder
-			b.WriteString(prefix)
-			for i := range 1 << k {
-				if i > 0 {
-					b.WriteString(",")
-				}
-				b.WriteString("(?,?)")
-			}
-			q[k][j] = b.String()
-		}
-	}
-	return q
-}()
-
+// Append writes one block of leaves and one of hashes, each a single row
+// inserted only where the ledger (or the stored hashes) end.
 func (t *sqliteTx) Append(ctx context.Context, start int64, leaves [][]byte, hashStart int64, hashes []tlog.Hash) error {
-	args := make([]any, 0, 2*sqliteMaxRows)
-	insert := func(table int, n int, arg func(i int) (int64, []byte)) error {
-		for lo := 0; lo < n; {
-			k := 8
-			for 1<<k > n-lo {
-				k--
-			}
-			hi := lo + 1<<k
-			args = args[:0]
-			for i := lo; i < hi; i++ {
-				key, v := arg(i)
-				args = append(args, key, v)
-			}
-			if err := t.exec(ctx, sqliteInsertQueries[k][table], args...); err != nil {
-				return err
-			}
-			lo = hi
+	if len(leaves) > 0 {
+		b, err := encodeLeafBlock(leaves)
+		if err != nil {
+			return fmt.Errorf("%w: entries from %d: %v", ErrInvalid, start, err)
 		}
-		return nil
+		if err := t.insertAtEnd(ctx, sqliteAppendBlockQuery, sqliteSizeQuery, "entries", start, len(leaves), b); err != nil {
+			return err
+		}
 	}
-	if err := insert(0, len(leaves), func(i int) (int64, []byte) {
-		return start + int64(i), leaves[i]
-	}); err != nil {
+	if len(hashes) > 0 {
+		return t.insertAtEnd(ctx, sqliteAppendHashesQuery, sqliteHashEndQuery, "hashes", hashStart, hashBytes(hashes))
+	}
+	return nil
+}
+
+// insertAtEnd runs one of the conditional INSERTs of Append and fails,
+// saying where the table ends (endQuery), when it inserted nothing.
+func (t *sqliteTx) insertAtEnd(ctx context.Context, query, endQuery, what string, start int64, args ...any) error {
+	res, err := t.ExecContext(ctx, query, append([]any{start}, args...)...)
+	if err != nil {
 		return err
 	}
-	return insert(1, len(hashes), func(i int) (int64, []byte) {
-		return hashStart + int64(i), hashes[i][:]
-	})
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	var end int64
+	if err := t.QueryRowContext(ctx, endQuery).Scan(&end); err != nil {
+		return err
+	}
+	return fmt.Errorf("appending %s at %d, but the stored ones end at %d", what, start, end)
 }
 
 func (t *sqliteTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
 	var c StoredCheckpoint
 	var created string
-	err := t.queryRow(ctx, sqliteLatestQuery).Scan(&c.ID, &c.Size, &c.Note, &created)
+	err := t.QueryRowContext(ctx, sqliteLatestQuery).Scan(&c.ID, &c.Size, &c.Note, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return StoredCheckpoint{}, false, nil
 	}
@@ -469,5 +668,74 @@ func (t *sqliteTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool
 }
 
 func (t *sqliteTx) AddCheckpoint(ctx context.Context, c StoredCheckpoint) error {
-	return t.exec(ctx, sqliteAddCheckpointQuery, c.Size, c.Note, c.Created.UTC().Format(time.RFC3339Nano))
+	_, err := t.ExecContext(ctx, sqliteAddCheckpointQuery, c.Size, c.Note, c.Created.UTC().Format(time.RFC3339Nano))
+	return err
+}
+
+// Schema 1 (read-only stores, before migration): one row per entry in
+// ledger_entries(seq, leaf) and per hash in ledger_hashes(idx, hash).
+
+const sqliteLegacySizeQuery = `SELECT coalesce(max(seq) + 1, 0) FROM ledger_entries`
+
+func sqliteLegacyLeaves(ctx context.Context, tx *sql.Tx, from, to int64, f func(int64, []byte) error) error {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, leaf FROM ledger_entries WHERE seq >= ? AND seq < ? ORDER BY seq`, from, to)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var leaf sql.RawBytes
+	var seq int64
+	for rows.Next() {
+		if err := rows.Scan(&seq, &leaf); err != nil {
+			return err
+		}
+		if err := f(seq, leaf); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// sqliteLegacyReadHashes reads hashes run by run: a run of consecutive
+// indexes is one range query.
+func sqliteLegacyReadHashes(ctx context.Context, q queryer, indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i := 0; i < len(indexes); {
+		j := i + 1
+		for j < len(indexes) && indexes[j] == indexes[j-1]+1 {
+			j++
+		}
+		lo, hi := indexes[i], indexes[j-1]
+		rows, err := q.QueryContext(ctx, `SELECT idx, hash FROM ledger_hashes WHERE idx >= ? AND idx <= ? ORDER BY idx`, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		k := i
+		var idx int64
+		var h sql.RawBytes
+		for rows.Next() {
+			if err := rows.Scan(&idx, &h); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if k >= j || idx != indexes[k] {
+				break
+			}
+			if len(h) != tlog.HashSize {
+				rows.Close()
+				return nil, fmt.Errorf("%w: stored hash %d has %d bytes", ErrCorrupt, idx, len(h))
+			}
+			copy(out[k][:], h)
+			k++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if k != j {
+			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrCorrupt, indexes[k])
+		}
+		i = j
+	}
+	return out, nil
 }

@@ -185,7 +185,8 @@ func TestLedgerVerifyCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	if _, err := raw.Exec(`UPDATE ledger_entries SET leaf = replace(leaf, '"deny"', '"allow"') WHERE seq = 1`); err != nil {
+	// Entry 1 was appended alone: it is the block at 1.
+	if _, err := raw.Exec(`UPDATE ledger_blocks SET leaves = CAST(replace(CAST(leaves AS TEXT), '"deny"', '"allow"') AS BLOB) WHERE start = 1 AND count = 1`); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--key", vkey)
@@ -347,8 +348,16 @@ func TestLedgerProveCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	// The root of entries 0..3, part of the tree of size 7.
-	if _, err := raw.Exec(`UPDATE ledger_hashes SET hash = zeroblob(32) WHERE idx = ?`, tlog.StoredHashIndex(2, 0)); err != nil {
+	// The root of entries 0..3, part of the tree of size 7, in the hash
+	// block that holds it.
+	idx := tlog.StoredHashIndex(2, 0)
+	var start int64
+	var hashes []byte
+	if err := raw.QueryRow(`SELECT start, hashes FROM ledger_hash_blocks WHERE start <= ? ORDER BY start DESC LIMIT 1`, idx).Scan(&start, &hashes); err != nil {
+		t.Fatal(err)
+	}
+	copy(hashes[(idx-start)*tlog.HashSize:], make([]byte, tlog.HashSize))
+	if _, err := raw.Exec(`UPDATE ledger_hash_blocks SET hashes = ? WHERE start = ?`, hashes, start); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "prove", "--state", path, "--from", oldFile)

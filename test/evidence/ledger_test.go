@@ -1,6 +1,7 @@
 package evidencee2e
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -67,7 +68,8 @@ func copyLedger(t testing.TB, state string) string {
 }
 
 // flipLeafByte flips the low bit of byte pos of the stored leaf of entry
-// seq, directly in the SQLite file.
+// seq, directly in the SQLite file: in the block of leaves (one line each)
+// that holds the entry (docs/ledger.md, "Storage").
 func flipLeafByte(t testing.TB, state string, seq int64, pos int) (before, after byte) {
 	t.Helper()
 	db, err := sql.Open("sqlite", state)
@@ -75,16 +77,54 @@ func flipLeafByte(t testing.TB, state string, seq int64, pos int) (before, after
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var leaf []byte
-	if err := db.QueryRow(`SELECT leaf FROM ledger_entries WHERE seq = ?`, seq).Scan(&leaf); err != nil {
+	var start int64
+	var block []byte
+	if err := db.QueryRow(`SELECT start, leaves FROM ledger_blocks WHERE start <= ? ORDER BY start DESC LIMIT 1`, seq).Scan(&start, &block); err != nil {
 		t.Fatalf("read entry %d: %v", seq, err)
 	}
-	before = leaf[pos]
-	leaf[pos] ^= 0x01
-	if _, err := db.Exec(`UPDATE ledger_entries SET leaf = ? WHERE seq = ?`, leaf, seq); err != nil {
+	off := 0
+	for i := start; i < seq; i++ {
+		off += bytes.IndexByte(block[off:], '\n') + 1
+	}
+	before = block[off+pos]
+	block[off+pos] ^= 0x01
+	if _, err := db.Exec(`UPDATE ledger_blocks SET leaves = ? WHERE start = ?`, block, start); err != nil {
 		t.Fatalf("write entry %d: %v", seq, err)
 	}
-	return before, leaf[pos]
+	return before, block[off+pos]
+}
+
+// oneEntryPerBlock stores the leaves of the ledger open in db again as one
+// block per entry (start = seq, count = 1), so that the row cases below
+// delete, swap or truncate entries with one statement each.
+func oneEntryPerBlock(t testing.TB, db *sql.DB) {
+	t.Helper()
+	rows, err := db.Query(`SELECT start, count, leaves FROM ledger_blocks ORDER BY start`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaves [][]byte
+	for rows.Next() {
+		var start, count int64
+		var block []byte
+		if err := rows.Scan(&start, &count, &block); err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.SplitAfter(block, []byte("\n"))
+		if start != int64(len(leaves)) || int64(len(lines)) != count+1 {
+			t.Fatalf("block at %d (count %d) does not follow %d entries", start, count, len(leaves))
+		}
+		leaves = append(leaves, lines[:count]...)
+	}
+	rows.Close()
+	if _, err := db.Exec(`DELETE FROM ledger_blocks`); err != nil {
+		t.Fatal(err)
+	}
+	for seq, leaf := range leaves {
+		if _, err := db.Exec(`INSERT INTO ledger_blocks (start, count, leaves) VALUES (?, 1, ?)`, seq, leaf); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestLedgerVerifyTamperAndProofs: after a run the ledger verifies with the
@@ -156,13 +196,13 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 			args    []any
 			wantSeq int64 // -1: any problem
 		}{
-			{"middle entry deleted", `DELETE FROM ledger_entries WHERE seq = ?`, []any{mid}, mid},
-			{"newest entry deleted", `DELETE FROM ledger_entries WHERE seq = ?`, []any{n - 1}, -1},
-			{"two entries swapped", `UPDATE ledger_entries SET leaf = CASE seq WHEN ? THEN (SELECT leaf FROM ledger_entries WHERE seq = ?) ELSE (SELECT leaf FROM ledger_entries WHERE seq = ?) END WHERE seq IN (?, ?)`,
+			{"middle entry deleted", `DELETE FROM ledger_blocks WHERE start = ?`, []any{mid}, mid},
+			{"newest entry deleted", `DELETE FROM ledger_blocks WHERE start = ?`, []any{n - 1}, -1},
+			{"two entries swapped", `UPDATE ledger_blocks SET leaves = CASE start WHEN ? THEN (SELECT leaves FROM ledger_blocks WHERE start = ?) ELSE (SELECT leaves FROM ledger_blocks WHERE start = ?) END WHERE start IN (?, ?)`,
 				[]any{mid, mid + 1, mid, mid, mid + 1}, mid},
-			{"tree hash changed", `UPDATE ledger_hashes SET hash = zeroblob(32) WHERE idx = (SELECT max(idx) FROM ledger_hashes)`, nil, -1},
+			{"tree hash changed", `UPDATE ledger_hash_blocks SET hashes = zeroblob(length(hashes)) WHERE start = (SELECT max(start) FROM ledger_hash_blocks)`, nil, -1},
 			{"checkpoint note changed", `UPDATE ledger_checkpoints SET note = CAST(replace(CAST(note AS TEXT), 'gatehouse-ledger/', 'gatehouse-ledgeR/') AS BLOB) WHERE id = (SELECT max(id) FROM ledger_checkpoints)`, nil, -1},
-			{"newest five entries truncated", `DELETE FROM ledger_entries WHERE seq >= ?`, []any{n - 5}, -1},
+			{"newest five entries truncated", `DELETE FROM ledger_blocks WHERE start >= ?`, []any{n - 5}, -1},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -172,6 +212,7 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				oneEntryPerBlock(t, db)
 				res, err := db.Exec(c.sql, c.args...)
 				if err != nil {
 					t.Fatalf("%s: %v", c.sql, err)

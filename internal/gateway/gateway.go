@@ -254,6 +254,10 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 			return err
 		}
 		if big {
+			// The frame's buffer is garbage now, even while the loop
+			// waits for the next frame: the other direction's big frame
+			// (the response to this one) must not find it still held.
+			rd.DropFrame()
 			releaseMemory()
 		}
 	}

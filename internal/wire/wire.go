@@ -73,6 +73,11 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 // Limit returns the maximum frame size in bytes.
 func (r *Reader) Limit() int { return r.limit }
 
+// DropFrame lets go of the last frame ReadFrame returned, so that the
+// memory of a long one can be freed before the next ReadFrame (which would
+// drop it too). The frame must not be used afterwards.
+func (r *Reader) DropFrame() { r.buf = nil }
+
 // HasFrame reports whether a whole line (one ending in LF) is already
 // buffered, so that the next ReadFrame returns without reading from the
 // underlying stream. A relay loop uses it to coalesce its writes while it
@@ -114,47 +119,40 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 		}
 		return nil, err
 	}
-	// A long line: collect copies of the reader's chunks up to the limit,
-	// then join them once into a buffer of exactly the frame's size, so that
-	// a frame of n bytes costs n bytes (plus the chunks while joining)
-	// rather than the slack of a doubling buffer.
-	chunks := [][]byte{append([]byte(nil), line...)}
-	size := len(line)
+	// A long line: collect the reader's chunks in a spill up to the limit,
+	// then join them once into a buffer of exactly the frame's size. The
+	// spill gives its memory back while joining (spill.go), so that a frame
+	// of n bytes costs about n bytes at its peak, not 2n.
+	if len(line) > r.limit {
+		// A limit below the read buffer's size: refused already.
+		return nil, r.tooLarge(line, int64(len(line)), false)
+	}
+	sp := newSpill(r.limit)
+	defer sp.free()
+	sp.add(line)
 	for {
 		line, err = r.br.ReadSlice('\n')
-		if size+len(line) > r.limit {
-			total := int64(size + len(line))
-			prefix := joinPrefix(chunks, line, PrefixBytes)
+		if sp.size()+len(line) > r.limit {
+			total := int64(sp.size() + len(line))
+			prefix := sp.prefix(PrefixBytes)
+			if len(prefix) < PrefixBytes {
+				prefix = append(prefix, line[:min(len(line), PrefixBytes-len(prefix))]...)
+			}
 			// The line ended unless the chunk just read filled the buffer.
 			return nil, r.tooLarge(prefix, total, err != bufio.ErrBufferFull)
 		}
 		switch err {
 		case nil, io.EOF:
-			r.buf = make([]byte, 0, size+len(line))
-			for _, c := range chunks {
-				r.buf = append(r.buf, c...)
-			}
-			r.buf = append(r.buf, line...)
+			r.buf = make([]byte, sp.size()+len(line))
+			n := sp.join(r.buf)
+			copy(r.buf[n:], line)
 			return r.buf, nil
 		case bufio.ErrBufferFull:
-			chunks = append(chunks, append([]byte(nil), line...))
-			size += len(line)
+			sp.add(line)
 		default:
 			return nil, err
 		}
 	}
-}
-
-// joinPrefix returns the first n bytes of the chunks followed by last.
-func joinPrefix(chunks [][]byte, last []byte, n int) []byte {
-	out := make([]byte, 0, n)
-	for _, c := range append(chunks, last) {
-		if len(out) == n {
-			break
-		}
-		out = append(out, c[:min(len(c), n-len(out))]...)
-	}
-	return out
 }
 
 // tooLarge discards the rest of the current line (unless ended is true) and

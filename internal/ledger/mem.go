@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -195,6 +196,12 @@ func (t *memTx) Append(ctx context.Context, start int64, leaves [][]byte, hashSt
 	}
 	if hashStart != hn {
 		return fmt.Errorf("hashes at %d, but %d are stored", hashStart, hn)
+	}
+	for i, l := range leaves {
+		if bytes.IndexByte(l, '\n') >= 0 {
+			// What the SQL backends cannot store; kept the same here.
+			return fmt.Errorf("%w: entries from %d: leaf %d contains a line feed", ErrInvalid, start, i)
+		}
 	}
 	for _, l := range leaves {
 		t.leaves = append(t.leaves, slices.Clone(l))

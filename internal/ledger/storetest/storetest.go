@@ -14,6 +14,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,6 +56,7 @@ func Run(t *testing.T, b Backend) {
 		{"AppendRead", testAppendRead},
 		{"Range", testRange},
 		{"UpdateAtomic", testUpdateAtomic},
+		{"Blocks", testBlocks},
 		{"Checkpoints", testCheckpoints},
 		{"LedgerID", testLedgerID},
 		{"GroupCommit", testGroupCommit},
@@ -352,6 +354,145 @@ func testUpdateAtomic(t *testing.T, open func() ledger.Store, _ *keys) {
 		t.Fatal("Append at an existing seq succeeded")
 	}
 	mustVerify(t, s, nil, 3)
+}
+
+// testBlocks appends through Tx directly, several entries and hashes per
+// Append in blocks of different sizes (two Appends in one transaction
+// too), and reads them back across block boundaries: every range of
+// Leaves, every Leaf and hash inside a transaction, runs and single
+// indexes of ReadHashes. An Append that does not continue the ledger (an
+// overlap or a gap, of entries or hashes) or a leaf with a line feed
+// fails and leaves nothing. The leaves and hashes are arbitrary bytes: a
+// Store does not look into them.
+func testBlocks(t *testing.T, open func() ledger.Store, _ *keys) {
+	ctx := ctxT(t)
+	s := handle(t, open)
+	if _, err := s.Init(ctx, "blocks"); err != nil {
+		t.Fatal(err)
+	}
+	var leaves [][]byte
+	var hashes []tlog.Hash
+	appendBlock := func(tx ledger.Tx, nLeaves, nHashes int) error {
+		start, hstart := int64(len(leaves)), int64(len(hashes))
+		var ls [][]byte
+		for i := range nLeaves {
+			ls = append(ls, fmt.Appendf(nil, `{"leaf":%d,"pad":"%s"}`, start+int64(i), bytes.Repeat([]byte("x"), (int(start)+i)*7%23)))
+		}
+		var hs []tlog.Hash
+		for i := range nHashes {
+			hs = append(hs, tlog.RecordHash(fmt.Appendf(nil, "hash %d", hstart+int64(i))))
+		}
+		if err := tx.Append(ctx, start, ls, hstart, hs); err != nil {
+			return err
+		}
+		leaves, hashes = append(leaves, ls...), append(hashes, hs...)
+		return nil
+	}
+	for _, b := range [][][2]int{{{1, 2}}, {{3, 5}}, {{7, 13}, {1, 1}}, {{16, 30}}} {
+		if err := s.Update(ctx, func(ctx context.Context, tx ledger.Tx) error {
+			for _, n := range b {
+				if err := appendBlock(tx, n[0], n[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("Update appending blocks %v: %v", b, err)
+		}
+	}
+	n, nh := int64(len(leaves)), int64(len(hashes)) // 28 entries, 51 hashes
+	s2 := handle(t, open)
+	if size, err := s2.Size(ctx); err != nil || size != n {
+		t.Fatalf("Size from another handle = %d, %v; want %d", size, err, n)
+	}
+	for from := int64(-1); from <= n+1; from++ {
+		for _, to := range []int64{from, from + 1, from + 2, from + 5, n, n + 3} {
+			seqs, got := readAll(t, s2, from, to)
+			want := max(0, min(to, n)-max(from, 0))
+			if int64(len(seqs)) != want {
+				t.Fatalf("Leaves(%d, %d): %d entries, want %d", from, to, len(seqs), want)
+			}
+			for i, seq := range seqs {
+				if seq != max(from, 0)+int64(i) || !bytes.Equal(got[i], leaves[seq]) {
+					t.Fatalf("Leaves(%d, %d)[%d]: entry %d %q, want entry %d %q", from, to, i, seq, got[i], max(from, 0)+int64(i), leaves[max(from, 0)+int64(i)])
+				}
+			}
+		}
+	}
+	all := make([]int64, nh)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	reversed := slices.Clone(all)
+	slices.Reverse(reversed)
+	for _, idx := range [][]int64{all, reversed, all[4:25], {6, 5, 5, 7, 50, 0, 20, 21, 22, 23, 24, 9}, {50}, {0}, {17}, nil} {
+		got, err := s2.ReadHashes(ctx, idx)
+		if err != nil {
+			t.Fatalf("ReadHashes(%v): %v", idx, err)
+		}
+		if len(got) != len(idx) {
+			t.Fatalf("ReadHashes(%v): %d hashes", idx, len(got))
+		}
+		for i, x := range idx {
+			if got[i] != hashes[x] {
+				t.Fatalf("ReadHashes(%v)[%d] is not hash %d", idx, i, x)
+			}
+		}
+	}
+	for _, idx := range [][]int64{{nh}, {nh - 1, nh}, {-1}, append(slices.Clone(all), nh)} {
+		if _, err := s2.ReadHashes(ctx, idx); err == nil {
+			t.Fatalf("ReadHashes(%v) beyond the stored hashes succeeded", idx)
+		}
+	}
+	// Inside a transaction, and what fails in one.
+	wrong := []struct {
+		name           string
+		start, hstart  int64
+		leaves         [][]byte
+		nHashes        int
+		wantSize, want int64
+	}{
+		{"entries overlapping the last block", n - 1, nh, [][]byte{[]byte("x")}, 1, n, nh},
+		{"entries after a gap", n + 1, nh, [][]byte{[]byte("x")}, 1, n, nh},
+		{"hashes overlapping the last block", n, nh - 1, [][]byte{[]byte("x")}, 2, n, nh},
+		{"hashes after a gap", n, nh + 1, [][]byte{[]byte("x")}, 1, n, nh},
+		{"a leaf with a line feed", n, nh, [][]byte{[]byte("x\ny")}, 1, n, nh},
+	}
+	err := s.Update(ctx, func(ctx context.Context, tx ledger.Tx) error {
+		for seq := range n {
+			if leaf, err := tx.Leaf(ctx, seq); err != nil || !bytes.Equal(leaf, leaves[seq]) {
+				t.Errorf("tx.Leaf(%d) = %q, %v; want %q", seq, leaf, err, leaves[seq])
+			}
+		}
+		if _, err := tx.Leaf(ctx, n); err == nil {
+			t.Errorf("tx.Leaf(%d) beyond the end succeeded", n)
+		}
+		got, err := tx.ReadHashes(ctx, reversed)
+		slices.Reverse(got)
+		if err != nil || !slices.Equal(got, hashes) {
+			t.Errorf("tx.ReadHashes(all, reversed): %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wrong {
+		err := s.Update(ctx, func(ctx context.Context, tx ledger.Tx) error {
+			hs := make([]tlog.Hash, w.nHashes)
+			return tx.Append(ctx, w.start, w.leaves, w.hstart, hs)
+		})
+		if err == nil {
+			t.Fatalf("Append of %s succeeded", w.name)
+		}
+		t.Logf("Append of %s: %v", w.name, err)
+		if size, err := s.Size(ctx); err != nil || size != w.wantSize {
+			t.Fatalf("after Append of %s: Size = %d, %v; want %d", w.name, size, err, w.wantSize)
+		}
+		if _, err := s.ReadHashes(ctx, []int64{w.want}); err == nil {
+			t.Fatalf("after Append of %s: hash %d is stored", w.name, w.want)
+		}
+	}
 }
 
 func testCheckpoints(t *testing.T, open func() ledger.Store, k *keys) {

@@ -231,7 +231,7 @@ func pgMigrate(ctx context.Context, tx pgx.Tx) error {
 	if _, err := regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > $1 ORDER BY idx LIMIT 16384`), migrateBlockHashes, func(start int64, hashes [][]byte) error {
 		b, err := joinHashes(start, hashes)
 		if err != nil {
-			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify`", err)
+			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify` (which reads it as it is) and move it aside to start a new ledger", err)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO ledger_hash_blocks (start, hashes) VALUES ($1, $2)`, start, b)
 		return err

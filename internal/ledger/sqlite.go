@@ -362,7 +362,7 @@ func sqliteMigrate(ctx context.Context, tx *sql.Tx) error {
 	if _, err := regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > ? ORDER BY idx LIMIT 16384`), migrateBlockHashes, func(start int64, hashes [][]byte) error {
 		b, err := joinHashes(start, hashes)
 		if err != nil {
-			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify`", err)
+			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify` (which reads it as it is) and move it aside to start a new ledger", err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_hash_blocks (start, hashes) VALUES (?, ?)`, start, b)
 		return err

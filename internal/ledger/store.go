@@ -360,7 +360,7 @@ func regroup(page func(after int64) ([]legacyRow, error), max int, put func(star
 func legacyLeafBlock(start int64, leaves [][]byte) ([]byte, error) {
 	for i, l := range leaves {
 		if bytes.IndexByte(l, '\n') >= 0 {
-			return nil, fmt.Errorf("the leaf of entry %d contains a line feed; the ledger was altered: check it with `gatehouse ledger verify`", start+int64(i))
+			return nil, fmt.Errorf("the leaf of entry %d contains a line feed; the ledger was altered: check it with `gatehouse ledger verify` (which reads it as it is) and move it aside to start a new ledger", start+int64(i))
 		}
 	}
 	return encodeLeafBlock(leaves)

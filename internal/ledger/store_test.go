@@ -65,6 +65,19 @@ var pgSchemas atomic.Int64
 func postgresBackend(t *testing.T) func() ledger.Store { return postgresBackendTB(t) }
 
 func postgresBackendTB(t testing.TB) func() ledger.Store {
+	scoped := postgresSchemaDSN(t)
+	return func() ledger.Store {
+		s, err := ledger.OpenPostgres(context.Background(), scoped, false)
+		if err != nil {
+			t.Fatalf("OpenPostgres: %v", err)
+		}
+		return s
+	}
+}
+
+// postgresSchemaDSN creates a fresh schema in the test database, dropped at
+// cleanup, and returns a DSN whose search_path is that schema.
+func postgresSchemaDSN(t testing.TB) string {
 	dsn := postgresDSN(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -91,14 +104,7 @@ func postgresBackendTB(t testing.TB) func() ledger.Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	scoped := u.String()
-	return func() ledger.Store {
-		s, err := ledger.OpenPostgres(ctx, scoped, false)
-		if err != nil {
-			t.Fatalf("OpenPostgres: %v", err)
-		}
-		return s
-	}
+	return u.String()
 }
 
 // memHandle is one handle on a shared memory store: closing it fails its

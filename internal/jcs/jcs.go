@@ -32,11 +32,26 @@ var ErrInexactNumber = errors.New("jcs: JSON number not exactly representable as
 // The input must be I-JSON (RFC 7493): valid UTF-8 with no escaped lone
 // surrogates, no duplicate member names at any depth, exactly one value with
 // only whitespace around it. Any violation is an error. A number whose
-// canonical text would denote a different value wraps [ErrInexactNumber];
-// "-0" is accepted and written as 0 (RFC 8785 §3.2.2.3). raw is not
-// modified; the result is a new slice. Cost is linear in len(raw) plus the
-// sort of each object's members.
+// canonical text would denote a different value wraps [ErrInexactNumber]
+// (integers beyond 2^53 such as 9007199254740993 among them: never
+// rounded); "-0" is accepted and written as 0 (RFC 8785 §3.2.2.3).
+//
+// raw is never modified. When raw is already canonical ([Check] accepts
+// it: one pass, no allocation) the result is raw itself, aliasing it;
+// otherwise it is a new slice, re-encoded by jsontext. Callers that modify
+// raw afterwards and need the result unchanged must copy one of them. Cost
+// is linear in len(raw), plus the sort of each object's members when raw is
+// not canonical.
 func Canonical(raw []byte) ([]byte, error) {
+	if isCanonical(raw) {
+		return raw, nil
+	}
+	return canonicalSlow(raw)
+}
+
+// canonicalSlow is Canonical without the fast path: the exact-number check
+// and jsontext's canonicalization, always into a new slice.
+func canonicalSlow(raw []byte) ([]byte, error) {
 	if err := checkNumbers(raw); err != nil {
 		return nil, err
 	}

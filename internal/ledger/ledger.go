@@ -421,7 +421,9 @@ func checkPayload(p []byte) error {
 // RFC 8785 implementation): duplicate member names, invalid UTF-8 and
 // numbers that a double cannot carry exactly (integers beyond 2^53, excess
 // decimal precision, out of range) are errors, never rounded. Errors wrap
-// ErrInvalid, and jcs.ErrInexactNumber for such numbers.
+// ErrInvalid, and jcs.ErrInexactNumber for such numbers. When v is already
+// canonical (one pass, no allocation) the result is v itself, not a copy;
+// otherwise it is a new slice.
 func Canonicalize(v []byte) ([]byte, error) {
 	c, err := jcs.Canonical(v)
 	if err != nil {

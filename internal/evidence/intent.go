@@ -109,7 +109,74 @@ type IntentInput struct {
 //     externality "external" (the MCP defaults), the slices nil.
 //
 // Slices are copies. Normalize is pure and never fails.
+//
+// The receipt only ever overrides fields, so Normalize(in) is
+// Normalize(in without its receipt).WithReceipt(in.Receipt,
+// in.ReceiptStatus): a caller may compute the part that depends only on the
+// tool once per tool definition ([ToolIntent.WithReceipt]).
 func Normalize(in IntentInput) ToolIntent {
+	return normalizeTool(in.Declaration, in.Tool).WithReceipt(in.Receipt, in.ReceiptStatus)
+}
+
+// receiptSource is the Source of receipt r with status, or "" when
+// Normalize ignores it (nil, synthesized, tampered or empty).
+func receiptSource(r *ServerReceipt, status Status) string {
+	if r == nil || r.IssuedBy == IssuedByGateway {
+		return ""
+	}
+	switch status {
+	case StatusOK:
+		return SourceVerifiedReceipt
+	case StatusUnsigned, StatusUnknown:
+		return SourceUnsignedReceipt
+	}
+	return ""
+}
+
+// WithReceipt returns the intent [Normalize] gives when receipt r with
+// status is added to the input that gave it: each field r provides (a
+// slice present, a string non-empty) from r with source verified_receipt
+// or unsigned_receipt, every other field and its source as in it. When
+// Normalize ignores r (nil, synthesized by the gateway, status tampered or
+// empty) the result is it itself, sharing its Sources map and slices;
+// otherwise it is a new intent whose map and slices are copies. it is never
+// modified.
+func (it ToolIntent) WithReceipt(r *ServerReceipt, status Status) ToolIntent {
+	source := receiptSource(r, status)
+	if source == "" {
+		return it
+	}
+	out := ToolIntent{
+		DeclaredSideEffects: slices.Clone(it.DeclaredSideEffects),
+		SideEffect:          it.SideEffect,
+		Externality:         it.Externality,
+		DataClasses:         slices.Clone(it.DataClasses),
+		RequiredScopes:      slices.Clone(it.RequiredScopes),
+		Sources:             make(map[string]string, len(IntentFields)),
+	}
+	for k, v := range it.Sources {
+		out.Sources[k] = v
+	}
+	if r.DeclaredSideEffects != nil {
+		out.DeclaredSideEffects, out.Sources[FieldDeclaredSideEffects] = slices.Clone(r.DeclaredSideEffects), source
+	}
+	if r.SideEffect != "" {
+		out.SideEffect, out.Sources[FieldSideEffect] = r.SideEffect, source
+	}
+	if r.DataClasses != nil {
+		out.DataClasses, out.Sources[FieldDataClasses] = slices.Clone(r.DataClasses), source
+	}
+	if r.Externality != "" {
+		out.Externality, out.Sources[FieldExternality] = r.Externality, source
+	}
+	if r.RequiredScopes != nil {
+		out.RequiredScopes, out.Sources[FieldRequiredScopes] = slices.Clone(r.RequiredScopes), source
+	}
+	return out
+}
+
+// normalizeTool is Normalize without a receipt: sources 2 to 5.
+func normalizeTool(decl *ToolDeclaration, tool *mcp.Tool) ToolIntent {
 	it := ToolIntent{Sources: make(map[string]string, len(IntentFields))}
 	set := func(field, source string) bool {
 		if _, done := it.Sources[field]; done {
@@ -136,22 +203,10 @@ func Normalize(in IntentInput) ToolIntent {
 		}
 	}
 
-	if r := in.Receipt; r != nil && r.IssuedBy != IssuedByGateway {
-		source := ""
-		switch in.ReceiptStatus {
-		case StatusOK:
-			source = SourceVerifiedReceipt
-		case StatusUnsigned, StatusUnknown:
-			source = SourceUnsignedReceipt
-		}
-		if source != "" {
-			fromIntent(source, r.DeclaredSideEffects, r.SideEffect, r.DataClasses, r.Externality, r.RequiredScopes)
-		}
-	}
-	if d := in.Declaration; d != nil {
+	if d := decl; d != nil {
 		fromIntent(SourceMeta, d.DeclaredSideEffects, d.SideEffect, d.DataClasses, d.Externality, d.RequiredScopes)
 	}
-	if t := in.Tool; t != nil {
+	if t := tool; t != nil {
 		a := t.Annotations
 		if a.ReadOnlyHint != nil || a.DestructiveHint != nil || a.OpenWorldHint != nil {
 			side := a.SideEffect()

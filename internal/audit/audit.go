@@ -70,8 +70,9 @@ type Config struct {
 
 // Recorder implements gateway.Evidence. It is safe for concurrent use.
 type Recorder struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	tools *toolCache
 }
 
 var _ gateway.Evidence = (*Recorder)(nil)
@@ -101,14 +102,16 @@ func New(cfg Config) (*Recorder, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{cfg: cfg, log: lg}, nil
+	return &Recorder{cfg: cfg, log: lg, tools: newToolCache()}, nil
 }
 
 // state is what Decided leaves on the gateway.Call for Responded.
 type state struct {
 	receipt *evidence.GatewayDecisionReceipt
 	facts   evidence.CallFacts
-	decl    *evidence.ToolDeclaration
+	// tool is the facts of the call's tool definition; nil means
+	// Responded looks them up.
+	tool *toolFacts
 }
 
 // Decided queues the gateway decision receipt and the decision-phase audit
@@ -127,25 +130,15 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		warnings = append(warnings, "input_hash not computed: "+errorClass(err))
 	}
 	argKeys, _ := evidence.ArgumentKeys(c.Arguments)
-	var decl *evidence.ToolDeclaration
-	var schemaHash, descHash string
-	if c.Known {
-		if raw, ok := evidence.FindToolDeclaration(toolObject(c)); ok {
-			if d, _, err := evidence.ParseDeclaration(raw); err == nil {
-				decl = d
-			}
-		}
-		if len(c.Tool.InputSchema) > 0 {
-			if schemaHash, err = evidence.Hash(c.Tool.InputSchema); err != nil {
-				warnings = append(warnings, "tool_schema_hash not computed: "+errorClass(err))
-			}
-		}
-		descHash, _ = evidence.DescriptionHash(c.Tool.Description)
-	} else {
+	// What depends only on the tool definition (declaration, schema and
+	// description hashes, normalized intent) is computed once per
+	// definition.
+	tf := r.tools.get(c)
+	if !c.Known {
 		warnings = append(warnings, "tool not listed by the server")
+	} else if tf.schemaWarning != "" {
+		warnings = append(warnings, tf.schemaWarning)
 	}
-	tool := c.Tool
-	intent := evidence.Normalize(evidence.IntentInput{Declaration: decl, Tool: &tool})
 	d := c.Decision
 	if d.Shadow != nil {
 		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
@@ -163,20 +156,20 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		MatchedRule:         d.Rule,
 		Reason:              d.Reason,
 		PolicyVersion:       d.PolicyVersion,
-		MetadataConfidence:  evidence.Confidence(intent, 0),
+		MetadataConfidence:  tf.confidence,
 		Warnings:            warnings,
 		ArgumentScanResult:  &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no argument scanners configured", ArgumentKeys: argKeys},
 		ShadowMode:          false,
 		InputHash:           inputHash,
-		ToolSchemaHash:      schemaHash,
-		ToolDescriptionHash: descHash,
+		ToolSchemaHash:      tf.schemaHash,
+		ToolDescriptionHash: tf.descHash,
 	}
 	if !c.Forwarded {
 		rc.ResponseScanResult = evidence.HeldResponseScan()
 	}
 	c.State = &state{
 		receipt: rc,
-		decl:    decl,
+		tool:    tf,
 		facts: evidence.CallFacts{
 			ServerID: c.ServerID, ToolName: c.Name, ToolCallID: c.ToolCallID,
 			InputHash: inputHash, ArgumentKeys: argKeys,
@@ -235,22 +228,26 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		conflicts = len(cs)
 		rc.Warnings = append(rc.Warnings, cs...)
 	}
+	tf := st.tool
+	if tf == nil {
+		tf = r.tools.get(c)
+	}
 	if sr == nil {
 		// No receipt from the server: the gateway's own, synthesized at
-		// the host boundary from what it observed (status empty).
-		tool := c.Tool
-		intent := evidence.Normalize(evidence.IntentInput{Declaration: st.decl, Tool: &tool})
-		syn := evidence.Synthesize(facts, intent, time.Now())
-		if b, err := json.Marshal(syn); err == nil {
+		// the host boundary from what it observed (status empty), encoded
+		// canonically.
+		syn := evidence.Synthesize(facts, tf.intent, time.Now())
+		if b, err := evidence.CanonicalJSON(syn); err == nil {
 			raw, sr = b, syn
 		}
 	}
-	tool := c.Tool
-	in := evidence.IntentInput{Declaration: st.decl, Tool: &tool}
+	// evidence.Normalize with the receipt (when it has no conflicts) is
+	// the tool's intent with the receipt's fields over it.
+	intent := tf.intent
 	if conflicts == 0 && sr != nil {
-		in.Receipt, in.ReceiptStatus = sr, status
+		intent = intent.WithReceipt(sr, status)
 	}
-	rc.MetadataConfidence = evidence.Confidence(evidence.Normalize(in), conflicts)
+	rc.MetadataConfidence = evidence.Confidence(intent, conflicts)
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID
@@ -289,13 +286,20 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 // decision receipt and its audit event, in lineage order, and returns a
 // wait for all of them to be durable. Encoding happens before write
 // returns.
+//
+// Every payload is RFC 8785 canonical JSON. The gateway's own records are
+// written canonically by evidence.CanonicalJSON; the server receipt goes
+// through ledger.Canonicalize, which returns bytes that are already
+// canonical (a synthesized receipt's) as they are, and the audit event
+// embeds that canonical form.
 func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-	var waits []func() (ledger.Entry, error)
+	var waits [3]func() (ledger.Entry, error)
+	n := 0
 	done := func(err error) func() error {
 		return func() error {
 			defer cancel()
-			for _, w := range waits {
+			for _, w := range waits[:n] {
 				if _, werr := w(); werr != nil && err == nil {
 					err = fmt.Errorf("audit: %w", werr)
 				}
@@ -311,42 +315,33 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 			payload, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
 			payload, _ = ledger.Canonicalize(payload)
 			srRaw = nil
+		} else {
+			srRaw = payload // the same JSON value, canonical
 		}
 		w, err := r.cfg.Ledger.Enqueue(ctx, KindServerReceipt, sr.ReceiptID, payload)
 		if err != nil {
 			return done(fmt.Errorf("audit: append server receipt: %w", err))
 		}
-		waits = append(waits, w)
+		waits[n] = w
+		n++
 	}
 	ev := rc.Event(phase, srRaw)
-	for _, rec := range []struct {
+	for _, rec := range [...]struct {
 		kind, id string
 		v        any
-	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, ev}} {
-		b, err := json.Marshal(rec.v)
+	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, &ev}} {
+		payload, err := evidence.CanonicalJSON(rec.v)
 		if err != nil {
 			return done(fmt.Errorf("audit: encode %s: %w", rec.kind, err))
-		}
-		payload, err := ledger.Canonicalize(b)
-		if err != nil {
-			return done(fmt.Errorf("audit: canonicalize %s: %w", rec.kind, err))
 		}
 		w, err := r.cfg.Ledger.Enqueue(ctx, rec.kind, rec.id, payload)
 		if err != nil {
 			return done(fmt.Errorf("audit: append %s: %w", rec.kind, err))
 		}
-		waits = append(waits, w)
+		waits[n] = w
+		n++
 	}
 	return done(nil)
-}
-
-// toolObject returns a JSON object carrying the tool's _meta, for
-// evidence.FindToolDeclaration.
-func toolObject(c *gateway.Call) []byte {
-	if len(c.Tool.Meta) == 0 {
-		return nil
-	}
-	return append(append([]byte(`{"_meta":`), c.Tool.Meta...), '}')
 }
 
 // errorClass names an error without the data it may quote.

@@ -1,0 +1,161 @@
+package audit
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+)
+
+// toolFacts is what the evidence of a call takes from the tool's definition
+// alone: its declaration, hashes and normalized intent. Computed once per
+// definition (toolCache) and then only read, by any number of calls at
+// once.
+type toolFacts struct {
+	key toolKey
+
+	// decl is the tools/list _meta declaration, nil when absent or invalid.
+	decl *evidence.ToolDeclaration
+	// schemaHash and descHash are tool_schema_hash and
+	// tool_description_hash ("" when not computed); schemaWarning says why
+	// the schema hash is missing, when it is.
+	schemaHash, schemaWarning, descHash string
+	// intent is evidence.Normalize of the declaration and the tool, without
+	// a receipt; confidence is evidence.Confidence(intent, 0).
+	intent     evidence.ToolIntent
+	confidence float64
+}
+
+// toolKey is every part of a call that toolFacts depends on: whether the
+// tool is listed, and the tool definition's name, description, inputSchema,
+// _meta and the three annotations Normalize reads. Byte slices are copies.
+type toolKey struct {
+	known                bool
+	name, description    string
+	inputSchema, meta    []byte
+	readOnly, destr, ext hint
+}
+
+// hint is an annotation's value: absent, false or true.
+type hint uint8
+
+func hintOf(p *bool) hint {
+	switch {
+	case p == nil:
+		return 0
+	case *p:
+		return 2
+	}
+	return 1
+}
+
+// keyMatches reports whether c's tool is the one k was made from.
+func (k *toolKey) matches(c *gateway.Call) bool {
+	t := &c.Tool
+	return k.known == c.Known && k.name == t.Name && k.description == t.Description &&
+		bytes.Equal(k.inputSchema, t.InputSchema) && bytes.Equal(k.meta, t.Meta) &&
+		k.readOnly == hintOf(t.Annotations.ReadOnlyHint) && k.destr == hintOf(t.Annotations.DestructiveHint) &&
+		k.ext == hintOf(t.Annotations.OpenWorldHint)
+}
+
+// newToolFacts computes the facts of c's tool.
+func newToolFacts(c *gateway.Call) *toolFacts {
+	t := &c.Tool
+	f := &toolFacts{key: toolKey{
+		known: c.Known, name: t.Name, description: t.Description,
+		inputSchema: bytes.Clone(t.InputSchema), meta: bytes.Clone(t.Meta),
+		readOnly: hintOf(t.Annotations.ReadOnlyHint), destr: hintOf(t.Annotations.DestructiveHint),
+		ext: hintOf(t.Annotations.OpenWorldHint),
+	}}
+	if c.Known {
+		if raw, ok := evidence.FindToolDeclaration(toolObject(t)); ok {
+			if d, _, err := evidence.ParseDeclaration(raw); err == nil {
+				f.decl = d
+			}
+		}
+		if len(t.InputSchema) > 0 {
+			var err error
+			if f.schemaHash, err = evidence.Hash(t.InputSchema); err != nil {
+				f.schemaWarning = "tool_schema_hash not computed: " + errorClass(err)
+			}
+		}
+		f.descHash, _ = evidence.DescriptionHash(t.Description)
+	}
+	tool := *t
+	f.intent = evidence.Normalize(evidence.IntentInput{Declaration: f.decl, Tool: &tool})
+	f.confidence = evidence.Confidence(f.intent, 0)
+	return f
+}
+
+// toolObject returns a JSON object carrying the tool's _meta, for
+// evidence.FindToolDeclaration.
+func toolObject(t *mcp.Tool) []byte {
+	if len(t.Meta) == 0 {
+		return nil
+	}
+	return append(append([]byte(`{"_meta":`), t.Meta...), '}')
+}
+
+// maxCachedTools bounds the cache: past it, the cache starts over. A
+// server lists a few dozen tools; a catalog that changes all the time
+// cannot make the cache grow.
+const maxCachedTools = 512
+
+// toolCache holds the toolFacts of the tools seen, keyed by a hash of the
+// toolKey and checked against the whole key on every hit. Safe for
+// concurrent use.
+type toolCache struct {
+	seed maphash.Seed
+	mu   sync.RWMutex
+	m    map[uint64]*toolFacts
+}
+
+func newToolCache() *toolCache {
+	return &toolCache{seed: maphash.MakeSeed(), m: make(map[uint64]*toolFacts)}
+}
+
+// get returns the facts of c's tool: cached when a call carried the same
+// definition before, computed (and cached) otherwise. The result is the
+// same either way; it must not be modified.
+func (tc *toolCache) get(c *gateway.Call) *toolFacts {
+	h := tc.hash(c)
+	tc.mu.RLock()
+	f := tc.m[h]
+	tc.mu.RUnlock()
+	if f != nil && f.key.matches(c) {
+		return f
+	}
+	f = newToolFacts(c)
+	tc.mu.Lock()
+	if len(tc.m) >= maxCachedTools {
+		clear(tc.m)
+	}
+	tc.m[h] = f // a hash collision replaces the other definition's entry
+	tc.mu.Unlock()
+	return f
+}
+
+// hash hashes the parts of c that make its toolKey.
+func (tc *toolCache) hash(c *gateway.Call) uint64 {
+	var h maphash.Hash
+	h.SetSeed(tc.seed)
+	t := &c.Tool
+	var head [4]byte
+	if c.Known {
+		head[0] = 1
+	}
+	head[1], head[2], head[3] = byte(hintOf(t.Annotations.ReadOnlyHint)), byte(hintOf(t.Annotations.DestructiveHint)), byte(hintOf(t.Annotations.OpenWorldHint))
+	h.Write(head[:])
+	for _, s := range []string{t.Name, t.Description} {
+		maphash.WriteComparable(&h, len(s))
+		h.WriteString(s)
+	}
+	for _, b := range [][]byte{t.InputSchema, t.Meta} {
+		maphash.WriteComparable(&h, len(b))
+		h.Write(b)
+	}
+	return h.Sum64()
+}

@@ -27,6 +27,10 @@ func AppendString(b []byte, s string) []byte {
 		if c < utf8.RuneSelf {
 			if plain[c] {
 				i++
+				for len(s)-i >= 8 && notPlain(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+					uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) == 0 {
+					i += 8
+				}
 				continue
 			}
 			b = append(b, s[start:i]...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -295,14 +296,31 @@ const (
 	highs = 0x8080808080808080
 )
 
-// allPlain reports whether the 8 bytes of x (little-endian load) are all
-// plain: no byte below 0x20, at or above 0x80, '"' or '\\'. (The
-// "has a byte less than n" and "has a zero byte" bit tricks are exact as
-// to whether any byte matches.)
-func allPlain(x uint64) bool {
+// notPlain returns, for the 8 bytes of x (a little-endian load), a mask
+// whose lowest set bit is the high bit of the first byte that is not plain
+// (below 0x20, at or above 0x80, '"' or '\\'), or 0 when all are plain.
+// These are the "has a byte less than n" and "has a zero byte" bit tricks:
+// a borrow only starts at a matching byte, so no byte before the first
+// match is flagged.
+func notPlain(x uint64) uint64 {
 	q := x ^ (ones * '"')
 	bs := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs|x)&highs == 0
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs
+}
+
+// skipPlain returns the index of the first byte of b at or after i that is
+// not plain, or len(b).
+func skipPlain(b []byte, i int) int {
+	for len(b)-i >= 8 {
+		if m := notPlain(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(b) && plain[b[i]] {
+		i++
+	}
+	return i
 }
 
 // str scans a string at s.pos (on its opening quote). With decode, it
@@ -317,13 +335,7 @@ func (s *Scanner) str(decode bool) ([]byte, bool) {
 	s.ascii = true
 	i := s.pos
 	for {
-		// Runs of plain bytes, eight at a time, then one by one.
-		for len(b)-i >= 8 && allPlain(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
+		i = skipPlain(b, i)
 		if i >= len(b) {
 			s.pos = i
 			return nil, s.fail("unterminated string")

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -43,12 +44,25 @@ func CanonicalJSON(v any) ([]byte, error) {
 		}
 		return Canonical(b)
 	}
-	b, err := enc(make([]byte, 0, 1024), rv)
+	buf := bufPool.Get().(*[]byte)
+	b, err := enc((*buf)[:0], rv)
+	var out []byte
+	if err == nil {
+		out = bytes.Clone(b)
+	}
+	if cap(b) <= 64<<10 {
+		*buf = b
+		bufPool.Put(buf)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("evidence: encode %T: %w", v, err)
 	}
-	return b, nil
+	return out, nil
 }
+
+// bufPool holds encoding buffers: a record is encoded into one and copied
+// out at its exact size.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // canonEncoder appends the canonical JSON of v to b.
 type canonEncoder func(b []byte, v reflect.Value) ([]byte, error)

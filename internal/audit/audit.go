@@ -62,7 +62,10 @@ type Config struct {
 	Require evidence.Requirement
 	// GatewayID names this gateway instance in its receipts.
 	GatewayID string
-	// Timeout bounds one ledger append; <= 0 means 10 seconds.
+	// Timeout bounds one ledger append (from queueing to durable); <= 0
+	// means 10 seconds. Appends queued within a hundredth of it (at most
+	// 10 ms) share one deadline, so an append may be given up to that much
+	// longer.
 	Timeout time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -70,9 +73,10 @@ type Config struct {
 
 // Recorder implements gateway.Evidence. It is safe for concurrent use.
 type Recorder struct {
-	cfg   Config
-	log   *slog.Logger
-	tools *toolCache
+	cfg       Config
+	log       *slog.Logger
+	tools     *toolCache
+	deadlines *deadlines
 }
 
 var _ gateway.Evidence = (*Recorder)(nil)
@@ -102,7 +106,7 @@ func New(cfg Config) (*Recorder, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{cfg: cfg, log: lg, tools: newToolCache()}, nil
+	return &Recorder{cfg: cfg, log: lg, tools: newToolCache(), deadlines: newDeadlines(cfg.Timeout)}, nil
 }
 
 // state is what Decided leaves on the gateway.Call for Responded.
@@ -293,12 +297,11 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 // canonical (a synthesized receipt's) as they are, and the audit event
 // embeds that canonical form.
 func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) func() error {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	ctx := r.deadlines.get(time.Now())
 	var waits [3]func() (ledger.Entry, error)
 	n := 0
 	done := func(err error) func() error {
 		return func() error {
-			defer cancel()
 			for _, w := range waits[:n] {
 				if _, werr := w(); werr != nil && err == nil {
 					err = fmt.Errorf("audit: %w", werr)

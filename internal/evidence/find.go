@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -34,8 +35,19 @@ var DefaultReceiptKeys = []string{ReceiptKey, "security", "interlock"}
 // skipped (a legacy key such as "security" may mean something else).
 // found is false when result is not a strict JSON object (see [Parse]), has
 // no object _meta, or no key matches; raw and key are then nil and "".
-// Cost: one strict parse of result.
+// Cost: one strict parse of result, or a search for its bytes `"_meta"`
+// and `\u` when neither is there: a member named _meta is written with one
+// or the other (no other escape yields its characters), so without both
+// there is no receipt to find.
 func Find(result []byte, keys []string) (raw []byte, key string, found bool) {
+	if !bytes.Contains(result, []byte(`"_meta"`)) && !bytes.Contains(result, []byte(`\u`)) {
+		return nil, "", false
+	}
+	return find(result, keys)
+}
+
+// find is Find without the search that skips the parse.
+func find(result []byte, keys []string) (raw []byte, key string, found bool) {
 	meta, ok := metaMembers(result)
 	if !ok {
 		return nil, "", false

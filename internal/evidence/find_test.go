@@ -140,3 +140,37 @@ func TestOutputHashConvention(t *testing.T) {
 		}
 	}
 }
+
+// TestFindEscapedMeta: a _meta member name written with \u escapes is still
+// found (the search that skips the parse must not miss it).
+func TestFindEscapedMeta(t *testing.T) {
+	for _, result := range []string{
+		`{"\u005fmeta":{"security":{"receipt_id":"r1"}}}`,
+		`{"_m\u0065ta":{"security":{"receipt_id":"r1"}}}`,
+		`{"content":[],"_meta":{"security":{"receipt_id":"r1"}}}`,
+	} {
+		if raw, _, found := Find([]byte(result), DefaultReceiptKeys); !found || string(raw) != `{"receipt_id":"r1"}` {
+			t.Errorf("Find(%s) = %s, %v", result, raw, found)
+		}
+	}
+	for _, result := range []string{`{"content":[{"type":"text","text":"_meta"}]}`, `{"meta":{"security":{"receipt_id":"r1"}}}`, `{"_Meta":{"security":{}}}`} {
+		if raw, _, found := Find([]byte(result), DefaultReceiptKeys); found {
+			t.Errorf("Find(%s) = %s", result, raw)
+		}
+	}
+}
+
+// FuzzFind: skipping the parse when result cannot hold a _meta member
+// changes no answer.
+func FuzzFind(f *testing.F) {
+	for _, s := range []string{`{"_meta":{"security":{"receipt_id":"r1"}}}`, `{"\u005fmeta":{"interlock.receipt_id":"r"}}`, `{"content":[]}`, `{"_meta":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, result []byte) {
+		raw, key, found := Find(result, DefaultReceiptKeys)
+		wraw, wkey, wfound := find(result, DefaultReceiptKeys)
+		if found != wfound || key != wkey || string(raw) != string(wraw) {
+			t.Fatalf("Find(%q) = %s, %q, %v; without the search %s, %q, %v", result, raw, key, found, wraw, wkey, wfound)
+		}
+	})
+}

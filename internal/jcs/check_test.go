@@ -151,13 +151,29 @@ func errClass(err error) string {
 	return "invalid"
 }
 
-// The fast path changes nothing: for every input, Canonical's result
-// (bytes and error class) is the slow path's.
+// canonicalReference is Canonical as it was before its fast paths: the
+// strict exact-number check, then jsontext's canonicalization.
+func canonicalReference(raw []byte) ([]byte, error) {
+	if err := checkNumbers(raw); err != nil {
+		return nil, err
+	}
+	v := jsontext.Value(bytes.Clone(raw))
+	if err := v.Canonicalize(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// The fast paths change nothing: for every input, Canonical's result
+// (bytes and error class) is the slow path's, and both are the
+// reference's; numbersExact never vouches for a number checkNumbers
+// rejects.
 func FuzzCanonicalFastPath(f *testing.F) {
 	for _, tc := range checkCases {
 		f.Add([]byte(tc.in))
 	}
-	for _, s := range []string{`{"a":[1,"x",null,true,{"b":-1.5e-7}]}`, ` {"a":1} `, `{"n":9007199254740993}`, `"\u2028"`} {
+	for _, s := range []string{`{"a":[1,"x",null,true,{"b":-1.5e-7}]}`, ` {"a":1} `, `{"n":9007199254740993}`, `"\u2028"`,
+		`{"s":"1e400\"9007199254740993","n":[1e400]}`, `[1, "\xff", 1e400]`, `[1e400 x]`, `{"a":1,"a":1e400}`, `[0.10000000000000000001`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -169,6 +185,13 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		}
 		if errClass(ferr) != errClass(serr) || !bytes.Equal(fast, slow) {
 			t.Fatalf("Canonical(%q) = %q, %v; slow path %q, %v", b, fast, ferr, slow, serr)
+		}
+		ref, rerr := canonicalReference(b)
+		if errClass(ferr) != errClass(rerr) || !bytes.Equal(fast, ref) {
+			t.Fatalf("Canonical(%q) = %q, %v; reference %q, %v", b, fast, ferr, ref, rerr)
+		}
+		if numbersExact(b) && errors.Is(checkNumbers(b), ErrInexactNumber) {
+			t.Fatalf("numbersExact(%q) but checkNumbers: %v", b, checkNumbers(b))
 		}
 		if ferr == nil && Check(fast) != nil {
 			t.Fatalf("Canonical(%q) = %q, which Check rejects: %v", b, fast, Check(fast))
@@ -260,4 +283,30 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
 		}
 	})
+}
+
+// TestNumbersExact: the quick look vouches only for exact, well-formed
+// numbers outside strings, and numbers inside strings do not count.
+func TestNumbersExact(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"a":[1,2.5,-0,1e21,1E2,0.000001]}`: true,
+		`"9007199254740993"`:                 true,
+		`"\"9007199254740993"`:               true,
+		`"\\"`:                               true,
+		`[9007199254740993]`:                 false,
+		`[1e400]`:                            false,
+		`[123456789012345680000]`:            true,
+		`[12345678901234567890]`:             false,
+		`[1-2]`:                              false,
+		`[--1]`:                              false,
+		`[01]`:                               false,
+		`[1.]`:                               false,
+		`{"a":true,"b":null}`:                true,
+		`"unterminated 1e400`:                true,
+		"\"\xff\" 1e400":                     false,
+	} {
+		if got := numbersExact([]byte(in)); got != want {
+			t.Errorf("numbersExact(%s) = %v, want %v", in, got, want)
+		}
+	}
 }

@@ -50,10 +50,15 @@ func Canonical(raw []byte) ([]byte, error) {
 }
 
 // canonicalSlow is Canonical without the fast path: the exact-number check
-// and jsontext's canonicalization, always into a new slice.
+// and jsontext's canonicalization, always into a new slice. The strict
+// token-by-token exact-number check runs only when a quick look at the
+// numbers finds one that may not be exact; otherwise jsontext's own
+// validation, as strict, finds any syntax error.
 func canonicalSlow(raw []byte) ([]byte, error) {
-	if err := checkNumbers(raw); err != nil {
-		return nil, err
+	if !numbersExact(raw) {
+		if err := checkNumbers(raw); err != nil {
+			return nil, err
+		}
 	}
 	v := jsontext.Value(bytes.Clone(raw))
 	if err := v.Canonicalize(); err != nil {
@@ -90,6 +95,104 @@ func checkNumbers(raw []byte) error {
 		return fmt.Errorf("jcs: canonical JSON: %w", err)
 	}
 	return nil
+}
+
+// numbersExact reports whether every number of raw is certainly exact: it
+// reads raw as JSON tokens without validating them, skipping strings, and
+// checks each run of number characters outside strings against the JSON
+// number grammar and exactNumber. It errs only towards false. When raw is
+// valid JSON its runs are exactly its number tokens; when it is not, every
+// token checkNumbers would read before the syntax error is read alike here,
+// so if checkNumbers would report ErrInexactNumber, this reports false and
+// the caller runs checkNumbers to decide.
+func numbersExact(raw []byte) bool {
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; {
+		case c == '"':
+			i++
+			for i < len(raw) {
+				i = skipPlain(raw, i)
+				if i >= len(raw) {
+					break
+				}
+				if raw[i] == '"' {
+					i++
+					break
+				}
+				if raw[i] == '\\' {
+					i++ // the escaped byte is skipped below
+				}
+				i++
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			j := i
+			for j < len(raw) && (raw[j] >= '0' && raw[j] <= '9' || raw[j] == '-' || raw[j] == '+' || raw[j] == '.' || raw[j] == 'e' || raw[j] == 'E') {
+				j++
+			}
+			if !numberGrammar(raw[i:j]) || !shortExactInt(raw[i:j]) && !exactNumber(string(raw[i:j])) {
+				return false
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return true
+}
+
+// numberGrammar reports whether lit is exactly one JSON number:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func numberGrammar(lit []byte) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(lit) && '0' <= lit[i] && lit[i] <= '9' {
+			i, n = i+1, n+1
+		}
+		return n
+	}
+	if i < len(lit) && lit[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(lit) && lit[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(lit) && lit[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(lit)
+}
+
+// shortExactInt reports whether lit, a valid JSON number, is an integer of
+// at most 15 digits without fraction or exponent: below 2^53, so exact.
+func shortExactInt(lit []byte) bool {
+	if lit[0] == '-' {
+		lit = lit[1:]
+	}
+	if len(lit) > 15 {
+		return false
+	}
+	for _, c := range lit {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // exactNumber reports whether the JSON number literal lit denotes exactly

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -121,11 +122,21 @@ func InputHash(arguments []byte) (string, error) {
 
 // ArgumentKeys returns the top-level member names of params.arguments in
 // their order, a non-nil empty slice for {} or nil arguments. Errors:
-// arguments is not a strict JSON object.
+// arguments is not a strict JSON object. Arguments already in RFC 8785
+// form are read by the one-pass canonical scanner, others by a strict
+// parse.
 func ArgumentKeys(arguments []byte) ([]string, error) {
 	if arguments == nil {
 		return []string{}, nil
 	}
+	if names, ok := canonicalObjectNames(arguments); ok {
+		return names, nil
+	}
+	return argumentKeys(arguments)
+}
+
+// argumentKeys is ArgumentKeys by the strict parse.
+func argumentKeys(arguments []byte) ([]string, error) {
 	ms, err := objectMembers(arguments)
 	if err != nil {
 		return nil, err
@@ -146,4 +157,32 @@ func DescriptionHash(description string) (string, error) {
 		return "", err
 	}
 	return Hash(q)
+}
+
+// canonicalObjectNames returns the member names of raw, unescaped, when raw
+// is a JSON object in RFC 8785 canonical form (so also strict JSON); ok is
+// false otherwise.
+func canonicalObjectNames(raw []byte) (names []string, ok bool) {
+	if len(raw) < 2 || raw[0] != '{' || jcs.Check(raw) != nil {
+		return nil, false
+	}
+	names = []string{}
+	if raw[1] == '}' {
+		return names, true
+	}
+	var s jcs.Scanner
+	for pos := 1; ; {
+		name, end, err := s.String(raw, pos)
+		if err != nil || end >= len(raw) || raw[end] != ':' {
+			return nil, false
+		}
+		names = append(names, string(name))
+		if end, err = s.Value(raw, end+1); err != nil || end >= len(raw) {
+			return nil, false
+		}
+		if raw[end] == '}' {
+			return names, true
+		}
+		pos = end + 1
+	}
 }

@@ -3,6 +3,7 @@ package evidence
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +141,43 @@ func TestInputHashAndKeys(t *testing.T) {
 	if _, err := DescriptionHash("bad \xff utf-8"); err == nil {
 		t.Error("DescriptionHash accepted invalid UTF-8")
 	}
+}
+
+// TestArgumentKeysCanonical: canonical arguments are read by the scanner,
+// with the same names as the strict parse gives.
+func TestArgumentKeysCanonical(t *testing.T) {
+	for in, want := range map[string][]string{
+		`{}`:                              {},
+		`{"a":1,"b":{"c":[1,{"d":2}]}}`:   {"a", "b"},
+		`{"\n":0,"a\"b":"x","é":true}`:    {"\n", `a"b`, "é"},
+		`{"path":"/a","recursive":false}`: {"path", "recursive"},
+	} {
+		names, ok := canonicalObjectNames([]byte(in))
+		if !ok || !slices.Equal(names, want) || names == nil {
+			t.Errorf("canonicalObjectNames(%s) = %q, %v; want %q", in, names, ok, want)
+		}
+		if got, err := ArgumentKeys([]byte(in)); err != nil || !slices.Equal(got, want) {
+			t.Errorf("ArgumentKeys(%s) = %q, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{`{"b":1,"a":2}`, `{ "a":1}`, `[1]`, `"x"`, `{"a":1}x`, `{`} {
+		if names, ok := canonicalObjectNames([]byte(in)); ok {
+			t.Errorf("canonicalObjectNames(%s) = %q", in, names)
+		}
+	}
+}
+
+// FuzzArgumentKeys: ArgumentKeys gives what the strict parse gives, for
+// any input.
+func FuzzArgumentKeys(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":[2]}`, `{"b":1,"a":2}`, `{"\u0061":1}`, `{"a":1,"a":2}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ArgumentKeys(b)
+		want, werr := argumentKeys(b)
+		if (err == nil) != (werr == nil) || !slices.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Fatalf("ArgumentKeys(%q) = %q, %v; strict parse %q, %v", b, got, err, want, werr)
+		}
+	})
 }

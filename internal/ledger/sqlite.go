@@ -156,7 +156,7 @@ type sqliteStore struct {
 
 // sqliteWriteQueries are the statements prepared by Init.
 func sqliteWriteQueries() []string {
-	return []string{sqliteSizeQuery, sqliteBlockAtQuery, sqliteHashAtQuery, sqliteHashRangeQuery,
+	return []string{sqliteEndsQuery, sqliteBlockAtQuery, sqliteHashAtQuery, sqliteHashRangeQuery,
 		sqliteAppendBlockQuery, sqliteAppendHashesQuery, sqliteLatestQuery, sqliteAddCheckpointQuery}
 }
 
@@ -533,6 +533,17 @@ func (s *sqliteStore) Close() error {
 type sqliteTx struct {
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt // prepared statements; nil before Init
+
+	// ends caches where the blocks and the hash blocks end: read once per
+	// transaction (by Size, which the writer calls first, or by the first
+	// Append) and advanced by Append. The transaction is exclusive, so
+	// nobody else moves them. Append checks against it, so that a plain
+	// INSERT serves: an INSERT ... SELECT with a condition on the same
+	// table first copies the row, blob and all, into a temporary table.
+	ends struct {
+		valid           bool
+		entries, hashes int64
+	}
 }
 
 // ExecContext runs query in the transaction, as its prepared statement
@@ -563,8 +574,10 @@ func (t *sqliteTx) QueryRowContext(ctx context.Context, query string, args ...an
 const (
 	// sqliteSizeQuery is the end of the last block: one seek.
 	sqliteSizeQuery = `SELECT coalesce((SELECT start + count FROM ledger_blocks ORDER BY start DESC LIMIT 1), 0)`
-	// sqliteHashEndQuery is the end of the last hash block.
-	sqliteHashEndQuery = `SELECT coalesce((SELECT start + length(hashes) / 32 FROM ledger_hash_blocks ORDER BY start DESC LIMIT 1), 0)`
+	// sqliteEndsQuery is the end of the last block and of the last hash
+	// block: two seeks.
+	sqliteEndsQuery = `SELECT coalesce((SELECT start + count FROM ledger_blocks ORDER BY start DESC LIMIT 1), 0),
+		coalesce((SELECT start + length(hashes) / 32 FROM ledger_hash_blocks ORDER BY start DESC LIMIT 1), 0)`
 	// sqliteBlockAtQuery is the block holding entry ?1.
 	sqliteBlockAtQuery = `SELECT start, count, leaves FROM ledger_blocks WHERE start <= ?1 ORDER BY start DESC LIMIT 1`
 	// sqliteLeafRangeQuery is the blocks holding entries ?1 <= seq < ?2.
@@ -578,23 +591,28 @@ const (
 	sqliteHashRangeQuery = `SELECT start, hashes FROM ledger_hash_blocks
 		WHERE start >= coalesce((SELECT start FROM ledger_hash_blocks WHERE start <= ?1 ORDER BY start DESC LIMIT 1), ?1) AND start <= ?2
 		ORDER BY start`
-	// sqliteAppendBlockQuery inserts a block only where the ledger ends
-	// (0 rows otherwise).
-	sqliteAppendBlockQuery = `INSERT INTO ledger_blocks (start, count, leaves) SELECT ?1, ?2, ?3
-		WHERE ?1 = coalesce((SELECT start + count FROM ledger_blocks ORDER BY start DESC LIMIT 1), 0)`
-	// sqliteAppendHashesQuery inserts a hash block only where the stored
-	// hashes end.
-	sqliteAppendHashesQuery = `INSERT INTO ledger_hash_blocks (start, hashes) SELECT ?1, ?2
-		WHERE ?1 = coalesce((SELECT start + length(hashes) / 32 FROM ledger_hash_blocks ORDER BY start DESC LIMIT 1), 0)`
+	sqliteAppendBlockQuery  = `INSERT INTO ledger_blocks (start, count, leaves) VALUES (?, ?, ?)`
+	sqliteAppendHashesQuery = `INSERT INTO ledger_hash_blocks (start, hashes) VALUES (?, ?)`
 
 	sqliteLatestQuery        = `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size DESC, id DESC LIMIT 1`
 	sqliteAddCheckpointQuery = `INSERT INTO ledger_checkpoints (size, note, created) VALUES (?, ?, ?)`
 )
 
+// loadEnds fills t.ends unless it is filled.
+func (t *sqliteTx) loadEnds(ctx context.Context) error {
+	if t.ends.valid {
+		return nil
+	}
+	err := t.QueryRowContext(ctx, sqliteEndsQuery).Scan(&t.ends.entries, &t.ends.hashes)
+	t.ends.valid = err == nil
+	return err
+}
+
 func (t *sqliteTx) Size(ctx context.Context) (int64, error) {
-	var n int64
-	err := t.QueryRowContext(ctx, sqliteSizeQuery).Scan(&n)
-	return n, err
+	if err := t.loadEnds(ctx); err != nil {
+		return 0, err
+	}
+	return t.ends.entries, nil
 }
 
 func (t *sqliteTx) Leaf(ctx context.Context, seq int64) ([]byte, error) {
@@ -618,39 +636,35 @@ func (t *sqliteTx) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash
 	return sqliteReadHashes(ctx, t, indexes)
 }
 
-// Append writes one block of leaves and one of hashes, each a single row
-// inserted only where the ledger (or the stored hashes) end.
+// Append writes one block of leaves and one of hashes, each a single row,
+// after checking that they start where the stored ones end.
 func (t *sqliteTx) Append(ctx context.Context, start int64, leaves [][]byte, hashStart int64, hashes []tlog.Hash) error {
+	if err := t.loadEnds(ctx); err != nil {
+		return err
+	}
+	if len(leaves) > 0 && start != t.ends.entries {
+		return fmt.Errorf("appending entries at %d, but the stored ones end at %d", start, t.ends.entries)
+	}
+	if len(hashes) > 0 && hashStart != t.ends.hashes {
+		return fmt.Errorf("appending hashes at %d, but the stored ones end at %d", hashStart, t.ends.hashes)
+	}
 	if len(leaves) > 0 {
 		b, err := encodeLeafBlock(leaves)
 		if err != nil {
 			return fmt.Errorf("%w: entries from %d: %v", ErrInvalid, start, err)
 		}
-		if err := t.insertAtEnd(ctx, sqliteAppendBlockQuery, sqliteSizeQuery, "entries", start, len(leaves), b); err != nil {
+		if _, err := t.ExecContext(ctx, sqliteAppendBlockQuery, start, len(leaves), b); err != nil {
 			return err
 		}
 	}
 	if len(hashes) > 0 {
-		return t.insertAtEnd(ctx, sqliteAppendHashesQuery, sqliteHashEndQuery, "hashes", hashStart, hashBytes(hashes))
+		if _, err := t.ExecContext(ctx, sqliteAppendHashesQuery, hashStart, hashBytes(hashes)); err != nil {
+			return err
+		}
 	}
+	t.ends.entries += int64(len(leaves))
+	t.ends.hashes += int64(len(hashes))
 	return nil
-}
-
-// insertAtEnd runs one of the conditional INSERTs of Append and fails,
-// saying where the table ends (endQuery), when it inserted nothing.
-func (t *sqliteTx) insertAtEnd(ctx context.Context, query, endQuery, what string, start int64, args ...any) error {
-	res, err := t.ExecContext(ctx, query, append([]any{start}, args...)...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
-	var end int64
-	if err := t.QueryRowContext(ctx, endQuery).Scan(&end); err != nil {
-		return err
-	}
-	return fmt.Errorf("appending %s at %d, but the stored ones end at %d", what, start, end)
 }
 
 func (t *sqliteTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {

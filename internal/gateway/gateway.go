@@ -210,7 +210,9 @@ func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 // writer its frames mostly go to (wire.Writer.Hold): frames that arrived
 // together are then written together, in one write, and a frame that
 // arrives alone is written at once. The hold is released before the loop
-// can block on reading, so nothing handled waits for more input.
+// can block on reading, so nothing handled waits for more input. Without
+// Evidence no handler blocks (catalog fetches run on their own
+// goroutines); with Evidence the loop does not hold at all.
 func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire.Writer, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error) (err error) {
 	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
 	holding := false
@@ -245,7 +247,11 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 			}
 			return fmt.Errorf("read from %s: %w", from, err)
 		}
-		if !holding && rd.HasFrame() {
+		// With Evidence on, a handler may wait for the ledger (a batch's
+		// members are decided in place), and nothing may wait behind that
+		// wait: the loop then never holds, and the ordered queues do
+		// what coalescing is possible.
+		if !holding && s.cfg.Evidence == nil && rd.HasFrame() {
 			dst.Hold()
 			holding = true
 		}

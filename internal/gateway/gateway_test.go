@@ -27,6 +27,7 @@ type harness struct {
 	t        *testing.T
 	toGW     *io.PipeWriter // client -> gateway
 	fromGW   *bufio.Reader  // gateway -> client
+	clientR  *io.PipeReader // the client's end of fromGW; closing it fails writes to the client
 	mu       sync.Mutex
 	received []string // lines the server got
 	sess     *Session
@@ -38,7 +39,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	gr, gw := io.Pipe() // gateway writes to client
 	sr, sw := io.Pipe() // gateway writes to server
 	or, ow := io.Pipe() // server writes to gateway
-	h := &harness{t: t, toGW: cw, fromGW: bufio.NewReader(gr)}
+	h := &harness{t: t, toGW: cw, fromGW: bufio.NewReader(gr), clientR: gr}
 	h.sess = New(cfg, sw, gw)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = h.sess.RunClient(ctx, cr); sw.Close() }()

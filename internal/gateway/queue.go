@@ -30,8 +30,11 @@ const queueDepth = 1024
 
 // newQueue starts a queue that sends forwarded frames with send and answers
 // with reply. dst is the writer send writes to: while more items are
-// queued, the queue holds it (wire.Writer.Hold), so that frames made ready
-// by one group commit leave in one write.
+// queued and ready to go, the queue holds it (wire.Writer.Hold), so that
+// consecutive frames leave in one write. It never holds dst while it waits
+// for an item's evidence: a frame already ready (or one written to dst
+// directly, such as notifications/cancelled or a private tools/list) must
+// not wait for a later call's ledger commit.
 func newQueue(dst *wire.Writer, send func([]byte) error, reply func([]byte) error, onErr func(error)) *queue {
 	q := &queue{items: make(chan queueItem, queueDepth)}
 	q.wg.Add(1)
@@ -40,43 +43,47 @@ func newQueue(dst *wire.Writer, send func([]byte) error, reply func([]byte) erro
 		failed := false
 		holding := false
 		release := func() {
+			if !holding {
+				return
+			}
 			holding = false
 			if err := dst.Release(); err != nil && !failed {
 				failed = true
 				onErr(err)
 			}
 		}
-		defer func() {
-			if holding {
-				release()
-			}
-		}()
+		defer release()
+		fail := func(err error) {
+			failed = true
+			onErr(err)
+			release() // nothing more goes out through this queue
+		}
 		for it := range q.items {
-			if !holding && len(q.items) > 0 {
-				dst.Hold()
-				holding = true
-			}
 			fwd, answer := true, []byte(nil)
 			if it.ready != nil {
+				release() // flush what is ready before waiting
 				fwd, answer = it.ready()
 			}
 			if failed {
 				continue // drain: the destination is gone
 			}
+			if !holding && len(q.items) > 0 {
+				dst.Hold()
+				holding = true
+			}
 			if answer != nil {
 				if err := reply(answer); err != nil {
-					failed = true
-					onErr(err)
+					fail(err)
 					continue
 				}
 			}
 			if fwd {
 				if err := send(it.frame); err != nil {
-					failed = true
-					onErr(err)
+					fail(err)
+					continue
 				}
 			}
-			if holding && len(q.items) == 0 {
+			if len(q.items) == 0 {
 				release()
 			}
 		}

@@ -40,10 +40,12 @@ const (
 // receipts.require denied or monitored.
 const RuleReceiptRequirement = "receipts.require"
 
-// Appender is the part of *ledger.Ledger the Recorder uses: Enqueue queues
-// an entry and returns a wait for its durability (ledger.Ledger.Enqueue).
+// Appender is the part of *ledger.Ledger the Recorder uses: EnqueueAll
+// queues the records of one phase of a call as one group, committed in one
+// transaction, and returns a wait for their durability
+// (ledger.Ledger.EnqueueAll).
 type Appender interface {
-	Enqueue(ctx context.Context, kind, recordID string, payload []byte) (wait func() (ledger.Entry, error), err error)
+	EnqueueAll(ctx context.Context, recs []ledger.Record) (wait func() ([]ledger.Entry, error), err error)
 }
 
 var _ Appender = (*ledger.Ledger)(nil)
@@ -287,8 +289,8 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 }
 
 // write queues the server receipt (when there is one), the gateway
-// decision receipt and its audit event, in lineage order, and returns a
-// wait for all of them to be durable. Encoding happens before write
+// decision receipt and its audit event, in lineage order and as one group
+// (one transaction), and returns a wait for all of them to be durable. Encoding happens before write
 // returns.
 //
 // Every payload is RFC 8785 canonical JSON. The gateway's own records are
@@ -298,18 +300,9 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 // embeds that canonical form.
 func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) func() error {
 	ctx := r.deadlines.get(time.Now())
-	var waits [3]func() (ledger.Entry, error)
+	fail := func(err error) func() error { return func() error { return err } }
+	var recs [3]ledger.Record
 	n := 0
-	done := func(err error) func() error {
-		return func() error {
-			for _, w := range waits[:n] {
-				if _, werr := w(); werr != nil && err == nil {
-					err = fmt.Errorf("audit: %w", werr)
-				}
-			}
-			return err
-		}
-	}
 	if sr != nil && sr.ReceiptID != "" {
 		payload, err := ledger.Canonicalize(srRaw)
 		if err != nil {
@@ -321,11 +314,7 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 		} else {
 			srRaw = payload // the same JSON value, canonical
 		}
-		w, err := r.cfg.Ledger.Enqueue(ctx, KindServerReceipt, sr.ReceiptID, payload)
-		if err != nil {
-			return done(fmt.Errorf("audit: append server receipt: %w", err))
-		}
-		waits[n] = w
+		recs[n] = ledger.Record{Kind: KindServerReceipt, RecordID: sr.ReceiptID, Payload: payload}
 		n++
 	}
 	ev := rc.Event(phase, srRaw)
@@ -335,16 +324,24 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, &ev}} {
 		payload, err := evidence.CanonicalJSON(rec.v)
 		if err != nil {
-			return done(fmt.Errorf("audit: encode %s: %w", rec.kind, err))
+			return fail(fmt.Errorf("audit: encode %s: %w", rec.kind, err))
 		}
-		w, err := r.cfg.Ledger.Enqueue(ctx, rec.kind, rec.id, payload)
-		if err != nil {
-			return done(fmt.Errorf("audit: append %s: %w", rec.kind, err))
-		}
-		waits[n] = w
+		recs[n] = ledger.Record{Kind: rec.kind, RecordID: rec.id, Payload: payload}
 		n++
 	}
-	return done(nil)
+	// One group: the server receipt, the decision receipt and its audit
+	// event are committed together or not at all, so that a crash never
+	// leaves a receipt without the event that links it.
+	wait, err := r.cfg.Ledger.EnqueueAll(ctx, recs[:n])
+	if err != nil {
+		return fail(fmt.Errorf("audit: append %s: %w", recs[0].Kind, err))
+	}
+	return func() error {
+		if _, err := wait(); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		return nil
+	}
 }
 
 // errorClass names an error without the data it may quote.

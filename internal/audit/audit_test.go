@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -20,19 +21,25 @@ import (
 type memLedger struct {
 	mu      sync.Mutex
 	entries []ledger.Entry
+	groups  []int // the size of every EnqueueAll group, in order
 	fail    error
 }
 
-func (m *memLedger) Enqueue(_ context.Context, kind, id string, payload []byte) (func() (ledger.Entry, error), error) {
+func (m *memLedger) EnqueueAll(_ context.Context, recs []ledger.Record) (func() ([]ledger.Entry, error), error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
 		err := m.fail
-		return func() (ledger.Entry, error) { return ledger.Entry{}, err }, nil
+		return func() ([]ledger.Entry, error) { return nil, err }, nil
 	}
-	e := ledger.Entry{Seq: int64(len(m.entries)), Kind: kind, RecordID: id, Payload: append([]byte(nil), payload...)}
-	m.entries = append(m.entries, e)
-	return func() (ledger.Entry, error) { return e, nil }, nil
+	var es []ledger.Entry
+	for _, rc := range recs {
+		e := ledger.Entry{Seq: int64(len(m.entries)), Kind: rc.Kind, RecordID: rc.RecordID, Payload: append([]byte(nil), rc.Payload...)}
+		m.entries = append(m.entries, e)
+		es = append(es, e)
+	}
+	m.groups = append(m.groups, len(recs))
+	return func() ([]ledger.Entry, error) { return es, nil }, nil
 }
 
 func (m *memLedger) kinds() string {
@@ -132,6 +139,11 @@ func TestLineageAndStatuses(t *testing.T) {
 			}
 			if got, want := led.kinds(), "gateway_decision,audit_event,server_receipt,gateway_decision,audit_event"; got != want {
 				t.Fatalf("entries %s, want %s", got, want)
+			}
+			// Each phase is one group (one transaction): a crash never
+			// keeps a receipt without its audit event.
+			if fmt.Sprint(led.groups) != "[2 3]" {
+				t.Fatalf("groups %v, want [2 3] (decision, outcome)", led.groups)
 			}
 			out := led.payload(t, KindGatewayDecision, 1)
 			if out["server_receipt_status"] != tc.status || out["action"] != tc.action {

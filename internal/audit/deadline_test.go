@@ -38,10 +38,10 @@ func TestDeadlinesShared(t *testing.T) {
 // stuckLedger queues but never commits: waits end with their context.
 type stuckLedger struct{}
 
-func (stuckLedger) Enqueue(ctx context.Context, _, _ string, _ []byte) (func() (ledger.Entry, error), error) {
-	return func() (ledger.Entry, error) {
+func (stuckLedger) EnqueueAll(ctx context.Context, _ []ledger.Record) (func() ([]ledger.Entry, error), error) {
+	return func() ([]ledger.Entry, error) {
 		<-ctx.Done()
-		return ledger.Entry{}, ctx.Err()
+		return nil, ctx.Err()
 	}, nil
 }
 

@@ -224,7 +224,7 @@ func (r *refRecorder) write(rc *evidence.GatewayDecisionReceipt, phase string, s
 			payload, _ = ledger.Canonicalize(payload)
 			srRaw = nil
 		}
-		w, err := r.cfg.Ledger.Enqueue(ctx, KindServerReceipt, sr.ReceiptID, payload)
+		w, err := enqueueOne(r.cfg.Ledger, ctx, KindServerReceipt, sr.ReceiptID, payload)
 		if err != nil {
 			return done(fmt.Errorf("audit: append server receipt: %w", err))
 		}
@@ -243,11 +243,27 @@ func (r *refRecorder) write(rc *evidence.GatewayDecisionReceipt, phase string, s
 		if err != nil {
 			return done(fmt.Errorf("audit: canonicalize %s: %w", rec.kind, err))
 		}
-		w, err := r.cfg.Ledger.Enqueue(ctx, rec.kind, rec.id, payload)
+		w, err := enqueueOne(r.cfg.Ledger, ctx, rec.kind, rec.id, payload)
 		if err != nil {
 			return done(fmt.Errorf("audit: append %s: %w", rec.kind, err))
 		}
 		waits = append(waits, w)
 	}
 	return done(nil)
+}
+
+// enqueueOne queues one record on its own, as the reference Recorder did
+// before records were grouped.
+func enqueueOne(a Appender, ctx context.Context, kind, id string, payload []byte) (func() (ledger.Entry, error), error) {
+	w, err := a.EnqueueAll(ctx, []ledger.Record{{Kind: kind, RecordID: id, Payload: payload}})
+	if err != nil {
+		return nil, err
+	}
+	return func() (ledger.Entry, error) {
+		es, err := w()
+		if err != nil {
+			return ledger.Entry{}, err
+		}
+		return es[0], nil
+	}, nil
 }

@@ -65,7 +65,7 @@ type Ledger struct {
 	everyN   int64
 	maxBatch int
 
-	reqs       chan *appendReq
+	reqs       chan []*appendReq // a group: committed in one transaction
 	ckreqs     chan ckReq
 	quit       chan struct{}
 	writerDone chan struct{}
@@ -176,7 +176,7 @@ func New(ctx context.Context, s Store, opts Options) (*Ledger, error) {
 		every:      opts.CheckpointEvery,
 		everyN:     opts.CheckpointEveryN,
 		maxBatch:   opts.MaxBatch,
-		reqs:       make(chan *appendReq, 1024),
+		reqs:       make(chan []*appendReq, 1024),
 		ckreqs:     make(chan ckReq),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -225,25 +225,63 @@ func (l *Ledger) Append(ctx context.Context, kind, recordID string, payload []by
 // what Append would have. Entries enqueued one after the other (by one
 // goroutine) are committed in that order; entries enqueued before a wait
 // returns share transactions with other appends (group commit), so a
-// caller with several entries enqueues them all and then waits. Each wait
-// must be called at most once. Errors of Enqueue itself are Append's that
-// come before queueing (ErrInvalid, ErrClosed, ctx.Err()).
+// caller with several entries enqueues them all and then waits (or, to
+// have them in one transaction, uses EnqueueAll). Each wait must be called
+// at most once. Errors of Enqueue itself are Append's that come before
+// queueing (ErrInvalid, ErrClosed, ctx.Err()).
 func (l *Ledger) Enqueue(ctx context.Context, kind, recordID string, payload []byte) (wait func() (Entry, error), err error) {
-	if err := checkKind(kind); err != nil {
+	w, err := l.EnqueueAll(ctx, []Record{{Kind: kind, RecordID: recordID, Payload: payload}})
+	if err != nil {
 		return nil, err
 	}
-	if err := checkRecordID(recordID); err != nil {
-		return nil, err
+	return func() (Entry, error) {
+		es, err := w()
+		if err != nil {
+			return Entry{}, err
+		}
+		return es[0], nil
+	}, nil
+}
+
+// Record is one entry to append: kind, record id and payload as Append
+// takes them.
+type Record struct {
+	Kind     string
+	RecordID string
+	Payload  []byte
+}
+
+// EnqueueAll queues recs (at least one) as one group: they are committed
+// in one transaction, consecutively and in order, so that after a crash
+// either all of them are in the ledger or none is (a decision receipt is
+// never there without its audit event). A group is never split between
+// batches; it may make a batch exceed Options.MaxBatch. It returns as soon
+// as the group is queued, with wait, which blocks until the group is
+// durable and returns its entries in order. Every record is validated as
+// Append does before anything is queued (ErrInvalid names the record's
+// index); other errors are Enqueue's.
+func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]Entry, error), err error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%w: no records", ErrInvalid)
 	}
-	if err := checkPayload(payload); err != nil {
-		return nil, err
-	}
-	req := &appendReq{
-		ctx:      ctx,
-		kind:     kind,
-		recordID: recordID,
-		payload:  append([]byte(nil), payload...),
-		done:     make(chan appendResult, 1),
+	group := make([]*appendReq, len(recs))
+	for i, rc := range recs {
+		if err := checkKind(rc.Kind); err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		if err := checkRecordID(rc.RecordID); err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		if err := checkPayload(rc.Payload); err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		group[i] = &appendReq{
+			ctx:      ctx,
+			kind:     rc.Kind,
+			recordID: rc.RecordID,
+			payload:  append([]byte(nil), rc.Payload...),
+			done:     make(chan appendResult, 1),
+		}
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -251,19 +289,26 @@ func (l *Ledger) Enqueue(ctx context.Context, kind, recordID string, payload []b
 		return nil, ErrClosed
 	}
 	select {
-	case l.reqs <- req:
+	case l.reqs <- group:
 		l.mu.RUnlock()
 	case <-ctx.Done():
 		l.mu.RUnlock()
 		return nil, ctx.Err()
 	}
-	return func() (Entry, error) {
-		select {
-		case r := <-req.done:
-			return r.e, r.err
-		case <-ctx.Done():
-			return Entry{}, ctx.Err()
+	return func() ([]Entry, error) {
+		out := make([]Entry, len(group))
+		for i, req := range group {
+			select {
+			case r := <-req.done:
+				if r.err != nil {
+					return nil, r.err
+				}
+				out[i] = r.e
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
+		return out, nil
 	}, nil
 }
 
@@ -338,8 +383,8 @@ func (l *Ledger) writer() {
 	batch := make([]*appendReq, 0, l.maxBatch)
 	for {
 		select {
-		case r := <-l.reqs:
-			batch = l.fill(append(batch[:0], r))
+		case g := <-l.reqs:
+			batch = l.fill(append(batch[:0], g...))
 			l.commit(batch)
 		case r := <-l.ckreqs:
 			c, err := l.checkpoint(r.ctx, true)
@@ -351,8 +396,8 @@ func (l *Ledger) writer() {
 			// is queued now is everything.
 			for {
 				select {
-				case r := <-l.reqs:
-					batch = l.fill(append(batch[:0], r))
+				case g := <-l.reqs:
+					batch = l.fill(append(batch[:0], g...))
 					l.commit(batch)
 					continue
 				default:
@@ -369,13 +414,13 @@ func (l *Ledger) writer() {
 	}
 }
 
-// fill adds requests already queued to batch, up to maxBatch, without
-// waiting.
+// fill adds groups already queued to batch while it holds fewer than
+// maxBatch entries, without waiting. A group is taken whole.
 func (l *Ledger) fill(batch []*appendReq) []*appendReq {
 	for len(batch) < l.maxBatch {
 		select {
-		case r := <-l.reqs:
-			batch = append(batch, r)
+		case g := <-l.reqs:
+			batch = append(batch, g...)
 		default:
 			return batch
 		}
@@ -386,9 +431,17 @@ func (l *Ledger) fill(batch []*appendReq) []*appendReq {
 // commit writes one batch in one transaction and answers every request.
 func (l *Ledger) commit(batch []*appendReq) {
 	live := batch[:0:0]
+	// The members of a group share one context and sit side by side: it is
+	// looked at once per run of requests, so that a deadline passing
+	// between two members cannot split the group.
+	var lastCtx context.Context
+	var lastErr error
 	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- appendResult{err: err} // not written
+		if r.ctx != lastCtx {
+			lastCtx, lastErr = r.ctx, r.ctx.Err()
+		}
+		if lastErr != nil {
+			r.done <- appendResult{err: lastErr} // not written
 			continue
 		}
 		live = append(live, r)

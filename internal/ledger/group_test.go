@@ -1,0 +1,118 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// appendRecorder is a Store that records the entries of every committed
+// transaction (one Tx.Append call each, as (start, count)).
+type appendRecorder struct {
+	Store
+	mu      sync.Mutex
+	appends [][2]int64
+}
+
+func (a *appendRecorder) Update(ctx context.Context, f func(context.Context, Tx) error) error {
+	return a.Store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return f(ctx, &recordingTx{Tx: tx, a: a})
+	})
+}
+
+type recordingTx struct {
+	Tx
+	a *appendRecorder
+}
+
+func (t *recordingTx) Append(ctx context.Context, start int64, leaves [][]byte, hashStart int64, hashes []tlog.Hash) error {
+	t.a.mu.Lock()
+	t.a.appends = append(t.a.appends, [2]int64{start, int64(len(leaves))})
+	t.a.mu.Unlock()
+	return t.Tx.Append(ctx, start, leaves, hashStart, hashes)
+}
+
+// TestEnqueueAllIsOneTransaction: concurrent groups, each larger than
+// MaxBatch, are each committed whole in one transaction with consecutive
+// sequence numbers, in the order given.
+func TestEnqueueAllIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	store := &appendRecorder{Store: NewMemStore()}
+	l, err := New(ctx, store, Options{LedgerID: "groups", MaxBatch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	const groups, size = 40, 3
+	results := make([][]Entry, groups)
+	var wg sync.WaitGroup
+	for g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs := make([]Record, size)
+			for i := range recs {
+				recs[i] = Record{Kind: KindAuditEvent, RecordID: fmt.Sprintf("g%d-%d", g, i), Payload: testPayload}
+			}
+			wait, err := l.EnqueueAll(ctx, recs)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if results[g], err = wait(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for g, es := range results {
+		if len(es) != size {
+			t.Fatalf("group %d: %d entries", g, len(es))
+		}
+		for i, e := range es {
+			if e.RecordID != fmt.Sprintf("g%d-%d", g, i) || e.Seq != es[0].Seq+int64(i) {
+				t.Fatalf("group %d entry %d: %s at seq %d (first at %d)", g, i, e.RecordID, e.Seq, es[0].Seq)
+			}
+		}
+		inOne := false
+		for _, a := range store.appends {
+			if a[0] <= es[0].Seq && es[size-1].Seq < a[0]+a[1] {
+				inOne = true
+			}
+		}
+		if !inOne {
+			t.Errorf("group %d (seq %d..%d) was split between transactions %v", g, es[0].Seq, es[size-1].Seq, store.appends)
+		}
+	}
+}
+
+// TestEnqueueAllRejectsBeforeQueueing: one bad record refuses the whole
+// group, naming it, and nothing is written.
+func TestEnqueueAllRejectsBeforeQueueing(t *testing.T) {
+	ctx := context.Background()
+	l, err := New(ctx, NewMemStore(), Options{LedgerID: "groups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	_, err = l.EnqueueAll(ctx, []Record{
+		{Kind: KindAuditEvent, RecordID: "ok", Payload: testPayload},
+		{Kind: KindAuditEvent, RecordID: "bad", Payload: []byte(`{"b":1,"a":2}`)},
+	})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "record 1") {
+		t.Fatalf("err = %v, want ErrInvalid naming record 1", err)
+	}
+	if _, err := l.EnqueueAll(ctx, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("empty group: err = %v, want ErrInvalid", err)
+	}
+	if n, err := l.Store().Size(ctx); err != nil || n != 0 {
+		t.Fatalf("size %d, %v after refused groups", n, err)
+	}
+}

@@ -94,19 +94,37 @@ func TestSIGKILLLeavesVerifiablePrefix(t *testing.T) {
 		stored := map[string]string{} // tool_call_id -> receipt_id
 		outcomes := map[string]bool{} // server_receipt_id with an outcome decision
 		outcomeEvents := map[string]bool{}
+		events := map[string]bool{}       // audit_event ids stored
+		wantEvents := map[string]string{} // audit_event_id a stored decision names -> its gateway_decision_id
 		for _, e := range es {
 			switch e.Kind {
 			case "server_receipt":
 				sr := e.receipt(t)
 				stored[sr.ToolCallID] = sr.ReceiptID
 			case "gateway_decision":
-				if d := e.decision(t); d.ServerReceiptID != "" {
+				d := e.decision(t)
+				if d.ServerReceiptID != "" {
 					outcomes[d.ServerReceiptID] = true
 				}
+				wantEvents[d.AuditEventID] = d.GatewayDecisionID
 			case "audit_event":
+				events[e.RecordID] = true
 				if ev := e.event(t); ev.Phase == "outcome" {
 					outcomeEvents[ev.ServerReceiptID] = true
 				}
+			}
+		}
+		// Each phase of a call is one transaction: no stored decision
+		// lacks its audit event, and no stored server receipt lacks its
+		// outcome, whenever the kill came.
+		for evID, dID := range wantEvents {
+			if !events[evID] {
+				t.Errorf("round %d: decision %s is stored without its audit event %s", round, dID, evID)
+			}
+		}
+		for _, rid := range stored {
+			if !outcomes[rid] || !outcomeEvents[rid] {
+				t.Errorf("round %d: server receipt %s is stored without its outcome decision (%v) or event (%v)", round, rid, outcomes[rid], outcomeEvents[rid])
 			}
 		}
 		for tcid, rid := range received {

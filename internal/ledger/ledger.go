@@ -446,38 +446,6 @@ func validChainHash(s string) bool {
 	return true
 }
 
-// appendString appends s as an RFC 8785 §3.2.2.2 JSON string: '"', '\\'
-// and control characters escaped (\b \t \n \f \r, others as \u00xx with
-// lowercase hex), everything else verbatim. s must be valid UTF-8 (the
-// callers validate it).
-func appendString(b []byte, s string) []byte {
-	const hexdigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexdigits[c>>4], hexdigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as an RFC 8785 §3.2.2.2 JSON string
+// (jcs.AppendString; the callers validate s as UTF-8).
+func appendString(b []byte, s string) []byte { return jcs.AppendString(b, s) }

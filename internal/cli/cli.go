@@ -20,6 +20,18 @@ var Version = "0.1.0-dev"
 // when called alone and refuse an unknown subcommand (a typo such as
 // "ledger shwo") with a usage error instead of printing help and exiting 0.
 func groupCommand(cmd *cobra.Command) {
+	// A misspelled subcommand followed by its flags ("ledger verfy --key
+	// x") is reported as the unknown command it is, not as an unknown
+	// flag of the group. (Subcommands inherit the function; their own
+	// flag errors pass through unchanged.)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if c == cmd {
+			if args := c.Flags().Args(); len(args) > 0 {
+				return &exitError{code: 64, err: fmt.Errorf("unknown command %q for %q; see %q", args[0], c.CommandPath(), c.CommandPath()+" --help")}
+			}
+		}
+		return err
+	})
 	cmd.Args = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return &exitError{code: 64, err: fmt.Errorf("unknown command %q for %q; see %q", args[0], c.CommandPath(), c.CommandPath()+" --help")}

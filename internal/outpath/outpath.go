@@ -126,6 +126,9 @@ var ErrNotWritable = errors.New("directory not writable")
 // may create files in it; otherwise an error naming dir and why.
 func WritableDir(dir string) error {
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("directory %s does not exist (create it first: mkdir -p %s)", dir, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("directory %s: %w", dir, err)
 	}

@@ -3,6 +3,7 @@ package outpath
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,8 +55,9 @@ func TestWritableDir(t *testing.T) {
 	if err := WritableDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := WritableDir(filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("missing directory accepted")
+	missing := filepath.Join(dir, "missing")
+	if err := WritableDir(missing); err == nil || !strings.Contains(err.Error(), "mkdir -p "+missing) {
+		t.Fatalf("missing directory: %v, want an error saying to create it", err)
 	}
 	f := filepath.Join(dir, "file")
 	os.WriteFile(f, nil, 0o600)

@@ -47,13 +47,16 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, stderr io.W
 	}
 	keyPath := f.ledgerKey
 	if keyPath == "" {
+		// The default key: the errors say what the user can change, since
+		// they did not name this path themselves.
+		const hint = "pass --ledger-key FILE.skey, set XDG_STATE_HOME, or run with --no-ledger"
 		dir, err := defaultStateDir()
 		if err != nil {
-			return nil, nil, fmt.Errorf("--ledger-key: %w", err)
+			return nil, nil, fmt.Errorf("the default ledger signing key: %w (%s)", err, hint)
 		}
 		keyPath = filepath.Join(dir, "ledger.skey")
 		if err := ensureSignerKey(keyPath, stderr); err != nil {
-			return nil, nil, fmt.Errorf("--ledger-key: %w", err)
+			return nil, nil, fmt.Errorf("the default ledger signing key %s: %w (%s)", keyPath, err, hint)
 		}
 	}
 	signer, err := ledger.LoadSigner(keyPath)

@@ -259,7 +259,14 @@ read.`,
 func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration) {
 	if rep.Problem != nil {
 		fmt.Fprintf(w, "FAIL ledger %s: %s\n", rep.LedgerID, rep.Problem)
-		fmt.Fprintf(w, "  entries 0..%d verified before it (of %d stored); %d checkpoints verified\n", rep.Verified-1, rep.Size, rep.Checkpoints)
+		if rep.Verified > 0 {
+			fmt.Fprintf(w, "  entries 0..%d verified before it (of %d stored); %d checkpoints verified\n", rep.Verified-1, rep.Size, rep.Checkpoints)
+		} else {
+			fmt.Fprintf(w, "  no entry verified before it (of %d stored); %d checkpoints verified\n", rep.Size, rep.Checkpoints)
+		}
+		if strings.Contains(rep.Problem.Reason, "not signed by a known key") {
+			fmt.Fprintf(w, "  if the signing key was rotated, give every verifier key the ledger was signed with: --key OLD.vkey --key NEW.vkey\n")
+		}
 		return
 	}
 	fmt.Fprintf(w, "OK ledger %s: %d entries, chain and Merkle tree verified in %s\n", rep.LedgerID, rep.Size, took.Round(time.Millisecond))

@@ -167,6 +167,14 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	runLedgerCLI(t, "", "keys", "generate", "--name", "gw-test", "--out", dir)
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--key", filepath.Join(dir, "gw-test.vkey"))
 	wantCode(t, code, 1, out, errOut)
+	// It names the key that did sign and how to give several.
+	signer := strings.TrimSuffix(filepath.Base(vkey), ".vkey")
+	if !strings.Contains(out, "not signed by a known key (signed by "+signer+"+") || !strings.Contains(out, "--key OLD.vkey --key NEW.vkey") {
+		t.Errorf("wrong-key report does not name the signer %q or the remedy:\n%s", signer, out)
+	}
+	// Both keys, as after a rotation: it verifies.
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--key", filepath.Join(dir, "gw-test.vkey"), "--key", vkey)
+	wantCode(t, code, 0, out, errOut)
 	// Unreadable: missing file, not a database, unreadable key.
 	for _, args := range [][]string{
 		{"--state", filepath.Join(dir, "missing.db"), "--key", vkey},

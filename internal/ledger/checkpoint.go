@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -122,7 +123,18 @@ func OpenCheckpoint(msg []byte, known note.Verifiers) (Checkpoint, error) {
 		var inv *note.InvalidSignatureError
 		switch {
 		case errors.As(err, &unv):
-			return Checkpoint{}, fmt.Errorf("%w: checkpoint is not signed by a known key", ErrInvalid)
+			// Name the keys that did sign: after a key rotation the
+			// verifier needs the old key too.
+			var by []string
+			if unv.Note != nil {
+				for _, sig := range unv.Note.UnverifiedSigs {
+					by = append(by, fmt.Sprintf("%s+%08x", sig.Name, sig.Hash))
+				}
+			}
+			if len(by) == 0 {
+				return Checkpoint{}, fmt.Errorf("%w: checkpoint is not signed by a known key", ErrInvalid)
+			}
+			return Checkpoint{}, fmt.Errorf("%w: checkpoint is not signed by a known key (signed by %s)", ErrInvalid, strings.Join(by, ", "))
 		case errors.As(err, &inv):
 			return Checkpoint{}, fmt.Errorf("%w: checkpoint signature by %s+%08x does not verify", ErrInvalid, inv.Name, inv.Hash)
 		}

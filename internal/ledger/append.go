@@ -581,7 +581,10 @@ func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.T
 	if err != nil {
 		return nil, err
 	}
-	if ok && latest.Size >= size {
+	// A checkpoint that covers size already will do, unless one is
+	// forced and it is not signed by this ledger's signer (the key was
+	// rotated): then a new one is signed with the current key.
+	if ok && latest.Size >= size && (!force || signedBy(latest.Note, l.signer)) {
 		if !force {
 			return nil, nil
 		}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -170,4 +171,30 @@ func openCheckpointUnverified(msg []byte) (Checkpoint, error) {
 	}
 	c.Note = bytes.Clone(msg)
 	return c, nil
+}
+
+// signedBy reports whether the signed note msg carries a signature line of
+// s (its name and key hash; the signature itself is not checked here, only
+// who claims it). Signed-note format: signature lines follow the first
+// blank line, "— NAME BASE64", where BASE64 starts with the 4-byte key hash.
+func signedBy(msg []byte, s note.Signer) bool {
+	i := bytes.Index(msg, []byte("\n\n"))
+	if i < 0 {
+		return false
+	}
+	for _, line := range strings.Split(string(msg[i+2:]), "\n") {
+		rest, ok := strings.CutPrefix(line, "\u2014 ")
+		if !ok {
+			continue
+		}
+		name, b64, ok := strings.Cut(rest, " ")
+		if !ok || name != s.Name() {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if err == nil && len(sig) >= 4 && binary.BigEndian.Uint32(sig) == s.KeyHash() {
+			return true
+		}
+	}
+	return false
 }

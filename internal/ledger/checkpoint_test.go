@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -160,4 +161,48 @@ func FuzzOpenCheckpoint(f *testing.F) {
 			t.Fatalf("opened %+v", got)
 		}
 	})
+}
+
+// TestCheckpointAfterKeyRotation: a forced checkpoint with a new key signs
+// a new checkpoint even when the latest one (by the old key) covers every
+// entry; with the same key the latest one is returned as it is.
+func TestCheckpointAfterKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	store := NewMemStore()
+	oldS, oldV := testKeys(t)
+	newS, newV := attackerKeys(t) // any second key
+	l, err := New(ctx, store, Options{LedgerID: "rot", Signer: oldS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, KindAuditEvent, "a0", testPayload); err != nil {
+		t.Fatal(err)
+	}
+	first, err := l.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Checkpoint(ctx)
+	if err != nil || !bytes.Equal(again.Note, first.Note) {
+		t.Fatalf("same key: a new checkpoint (%v) instead of the latest", err)
+	}
+	// A Ledger over the same store with the new key (no Close: the
+	// memory store would go with it).
+	l2, err := New(ctx, store, Options{LedgerID: "rot", Signer: newS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := l2.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCheckpoint(rotated.Note, newV); err != nil {
+		t.Fatalf("the forced checkpoint after rotation is not signed by the new key: %v\n%s", err, rotated.Note)
+	}
+	if _, err := OpenCheckpoint(first.Note, oldV); err != nil {
+		t.Fatalf("the old checkpoint: %v", err)
+	}
+	if rotated.Size != first.Size || rotated.Hash != first.Hash {
+		t.Fatalf("rotated checkpoint of size %d root %v, want the same tree as %d %v", rotated.Size, rotated.Hash, first.Size, first.Hash)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,36 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return base.Extend(cel.CustomTypeAdapter(jsonAdapter{base.CELTypeAdapter()}))
 })
 
+// fixedFields are the members of the condition variables whose keys are
+// fixed (docs/policy.md, "Conditions"); arguments and meta hold whatever
+// the request holds.
+var fixedFields = map[string][]string{
+	varPrincipal: {"id", "role"},
+	varServer:    {"id"},
+	varTool:      {"name", "known", "title", "description", "annotations", "side_effect"},
+}
+
+// checkFields refuses a field selection on principal, server or tool that
+// names a member they never have ("tool.side_efect"): CEL types them as
+// maps, so such a typo would otherwise compile and make the condition fail
+// on every call. The error is "line:column: ..." within the condition.
+func checkFields(a *celast.AST) error {
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.SelectKind)) {
+		sel := e.AsSelect()
+		op := sel.Operand()
+		if op.Kind() != celast.IdentKind {
+			continue
+		}
+		fields, ok := fixedFields[op.AsIdent()]
+		if !ok || slices.Contains(fields, sel.FieldName()) {
+			continue
+		}
+		loc := a.SourceInfo().GetStartLocation(e.ID())
+		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, op.AsIdent(), sel.FieldName(), strings.Join(fields, ", "))
+	}
+	return nil
+}
+
 // compileCondition compiles and type-checks src. The error text is the
 // "<cel error>" part of "policy FILE:LINE: rule ID: condition: <cel error>":
 // one line, each CEL issue as "line:column: message" (positions within the
@@ -92,6 +123,9 @@ func compileCondition(src string) (prg cel.Program, loops bool, err error) {
 			hint = " (compare explicitly, e.g. arguments.flag == true)"
 		}
 		return nil, false, fmt.Errorf("type is %s, want bool%s", t, hint)
+	}
+	if err := checkFields(ast.NativeRep()); err != nil {
+		return nil, false, err
 	}
 	loops = len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}

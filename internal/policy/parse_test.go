@@ -59,6 +59,7 @@ func TestLoadErrors(t *testing.T) {
 		{"cel-dyn.yaml", ":5: rule dyn_condition: condition: type is dyn, want bool (compare explicitly, e.g. arguments.flag == true)"},
 		{"cel-empty.yaml", ":5: rule blank: when must not be empty"},
 		{"cel-bad-regex.yaml", ":5: rule bad_regex: condition: 1:24: invalid matches argument"},
+		{"cel-unknown-field.yaml", `:5: rule readonly_typo: condition: 1:43: tool has no field "side_efect" (it has name, known, title, description, annotations, side_effect)`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -341,5 +342,29 @@ func TestMentionsString(t *testing.T) {
 	}
 	if p.RuleCount() != 1 {
 		t.Errorf("RuleCount = %d", p.RuleCount())
+	}
+}
+
+// TestFixedFields: selecting a member principal, server or tool never has
+// is refused at load; free-form maps (annotations, arguments, meta) are not
+// checked.
+func TestFixedFields(t *testing.T) {
+	for _, tc := range []struct {
+		when string
+		ok   bool
+	}{
+		{`tool.side_effect == "read_only" && tool.known && tool.name != "" && tool.title == "" && tool.description == ""`, true},
+		{`principal.id == "a" && principal.role == "b" && server.id == "c"`, true},
+		{`has(tool.annotations.readOnlyHint) && tool.annotations.anything == true`, true},
+		{`arguments.whatever == 1 || meta.anything == "x"`, true},
+		{`principal.rol == "readonly_agent"`, false},
+		{`server.name == "fs"`, false},
+		{`has(tool.side_efect)`, false},
+		{`tool.annotation.readOnlyHint == true`, false},
+	} {
+		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+tc.when+"'\n    action: deny\n    reason: r\n"))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v, want ok %v", tc.when, err, tc.ok)
+		}
 	}
 }

@@ -159,10 +159,10 @@ func Open(path, source string) (*Log, error) {
 	case errors.Is(err, fs.ErrExist):
 		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("decision log: open %s: %w", path, err)
+			return nil, fmt.Errorf("decision log: %w", err) // an *fs.PathError: "open PATH: why"
 		}
 	default:
-		return nil, fmt.Errorf("decision log: open %s: %w", path, err)
+		return nil, fmt.Errorf("decision log: %w", err)
 	}
 	return &Log{f: f, path: path, source: source, now: time.Now}, nil
 }

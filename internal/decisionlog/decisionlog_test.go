@@ -410,3 +410,12 @@ func TestToolCallID(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenErrorNamesPathOnce: the path appears once in the message.
+func TestOpenErrorNamesPathOnce(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "missing-dir", "d.jsonl")
+	_, err := Open(p, testSource)
+	if err == nil || strings.Count(err.Error(), p) != 1 {
+		t.Fatalf("err = %v, want it to name %s once", err, p)
+	}
+}

@@ -331,9 +331,18 @@ func TestLedgerProveCLI(t *testing.T) {
 		t.Fatalf("edited bundle: exit %d", code)
 	}
 	// Nothing to prove.
-	for _, args := range [][]string{{"--entry", "999"}, {"--entry", "1", "--checkpoint", "5"}} {
-		out, errOut, code = runLedgerCLI(t, "", append([]string{"ledger", "prove", "--state", path}, args...)...)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--entry", "999"}, "entry 999 does not exist (the ledger has "},
+		{[]string{"--entry", "1", "--checkpoint", "5"}, "no stored checkpoint of size 5"},
+	} {
+		out, errOut, code = runLedgerCLI(t, "", append([]string{"ledger", "prove", "--state", path}, tc.args...)...)
 		wantCode(t, code, 1, out, errOut)
+		if !strings.Contains(errOut, tc.want) {
+			t.Errorf("prove %v: stderr %q, want %q", tc.args, errOut, tc.want)
+		}
 	}
 	_, _, code = runLedgerCLI(t, "", "ledger", "prove", "--state", path)
 	if code != 64 {

@@ -253,8 +253,9 @@ func pickCheckpoint(ctx context.Context, s Store, size int64) (Checkpoint, error
 
 // ProveEntry returns an inclusion proof of entry seq relative to the stored
 // checkpoint of size treeSize, or the latest stored checkpoint when
-// treeSize is 0. It fails with ErrNoCheckpoint when that checkpoint does not
-// cover seq (wait for the next checkpoint, or write one with Checkpoint).
+// treeSize is 0. It fails with ErrInvalid when there is no entry seq, and
+// with ErrNoCheckpoint when that checkpoint does not cover seq (wait for
+// the next checkpoint, or write one with Checkpoint).
 // The proof is checked against the checkpoint's root before it is returned
 // (but not its signature, for which the caller holds the key): a ledger
 // whose store was altered fails here with ErrCorrupt.
@@ -264,6 +265,11 @@ func ProveEntry(ctx context.Context, s Store, seq, treeSize int64) (*Proof, erro
 		return nil, err
 	}
 	if seq < 0 || seq >= c.Size {
+		// An entry that does not exist is a mistake, not a wait for the
+		// next checkpoint.
+		if size, err := s.Size(ctx); err == nil && (seq < 0 || seq >= size) {
+			return nil, fmt.Errorf("%w: entry %d does not exist (the ledger has %d entries, 0..%d)", ErrInvalid, seq, size, size-1)
+		}
 		return nil, fmt.Errorf("%w: the checkpoint of size %d does not cover entry %d", ErrNoCheckpoint, c.Size, seq)
 	}
 	var leaf []byte

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
@@ -81,10 +82,20 @@ var fixedFields = map[string][]string{
 // maps, so such a typo would otherwise compile and make the condition fail
 // on every call. The error is "line:column: ..." within the condition.
 func checkFields(a *celast.AST) error {
+	// A comprehension variable may shadow a variable's name
+	// ([...].exists(tool, tool.x)): such names are not checked at all.
+	shadowed := map[string]bool{}
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
+		c := e.AsComprehension()
+		shadowed[c.IterVar()] = true
+		if c.HasIterVar2() {
+			shadowed[c.IterVar2()] = true
+		}
+	}
 	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.SelectKind)) {
 		sel := e.AsSelect()
 		op := sel.Operand()
-		if op.Kind() != celast.IdentKind {
+		if op.Kind() != celast.IdentKind || shadowed[op.AsIdent()] {
 			continue
 		}
 		fields, ok := fixedFields[op.AsIdent()]
@@ -93,6 +104,24 @@ func checkFields(a *celast.AST) error {
 		}
 		loc := a.SourceInfo().GetStartLocation(e.ID())
 		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, op.AsIdent(), sel.FieldName(), strings.Join(fields, ", "))
+	}
+	// The same through indexing with a constant: tool["side_efect"].
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.CallKind)) {
+		call := e.AsCall()
+		if call.FunctionName() != operators.Index || len(call.Args()) != 2 {
+			continue
+		}
+		op, key := call.Args()[0], call.Args()[1]
+		if op.Kind() != celast.IdentKind || shadowed[op.AsIdent()] || key.Kind() != celast.LiteralKind {
+			continue
+		}
+		name, isString := key.AsLiteral().Value().(string)
+		fields, ok := fixedFields[op.AsIdent()]
+		if !ok || !isString || slices.Contains(fields, name) {
+			continue
+		}
+		loc := a.SourceInfo().GetStartLocation(e.ID())
+		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, op.AsIdent(), name, strings.Join(fields, ", "))
 	}
 	return nil
 }

@@ -361,6 +361,10 @@ func TestFixedFields(t *testing.T) {
 		{`server.name == "fs"`, false},
 		{`has(tool.side_efect)`, false},
 		{`tool.annotation.readOnlyHint == true`, false},
+		{`[{"nme": "x"}].exists(tool, tool.nme == "x")`, true}, // a comprehension variable, not the tool
+		{`tool["side_efect"] == "read_only"`, false},
+		{`tool["side_effect"] == "read_only" && principal["role"] == "r"`, true},
+		{`arguments["any key"] == 1`, true},
 	} {
 		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+tc.when+"'\n    action: deny\n    reason: r\n"))
 		if (err == nil) != tc.ok {

@@ -77,53 +77,94 @@ var fixedFields = map[string][]string{
 	varTool:      {"name", "known", "title", "description", "annotations", "side_effect"},
 }
 
-// checkFields refuses a field selection on principal, server or tool that
-// names a member they never have ("tool.side_efect"): CEL types them as
-// maps, so such a typo would otherwise compile and make the condition fail
-// on every call. The error is "line:column: ..." within the condition.
+// checkFields refuses an access to a member that principal, server or
+// tool never has ("tool.side_efect"): CEL types them as maps, so such a
+// typo would otherwise compile and then make the condition fail on every
+// call, or, through the optional syntax (tool.?side_efect.orValue(...)),
+// silently take its default. Checked: selection (x.f, has(x.f)), optional
+// selection (x.?f), indexing and optional indexing with a constant
+// (x["f"], x[?"f"]), membership of a constant ("f" in x), each also through
+// dyn(x). A key computed at run time cannot be checked. Inside a
+// comprehension whose variable shadows one of these names, accesses to
+// that variable are its own. The error is "line:column: ..." within the
+// condition.
 func checkFields(a *celast.AST) error {
-	// A comprehension variable may shadow a variable's name
-	// ([...].exists(tool, tool.x)): such names are not checked at all.
-	shadowed := map[string]bool{}
+	type scoped struct {
+		id   int64
+		name string
+	}
+	shadowed := map[scoped]bool{}
 	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
 		c := e.AsComprehension()
-		shadowed[c.IterVar()] = true
+		names := []string{c.IterVar()}
 		if c.HasIterVar2() {
-			shadowed[c.IterVar2()] = true
+			names = append(names, c.IterVar2())
+		}
+		// The iteration variables are bound in the loop condition and step.
+		for _, sub := range []celast.Expr{c.LoopCondition(), c.LoopStep()} {
+			for _, d := range celast.MatchDescendants(celast.NavigateExpr(a, sub), celast.AllMatcher()) {
+				for _, n := range names {
+					shadowed[scoped{d.ID(), n}] = true
+				}
+			}
 		}
 	}
-	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.SelectKind)) {
-		sel := e.AsSelect()
-		op := sel.Operand()
-		if op.Kind() != celast.IdentKind || shadowed[op.AsIdent()] {
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.AllMatcher()) {
+		var operand celast.Expr
+		field, ok := "", false
+		switch e.Kind() {
+		case celast.SelectKind:
+			operand, field, ok = e.AsSelect().Operand(), e.AsSelect().FieldName(), true
+		case celast.CallKind:
+			call := e.AsCall()
+			args := call.Args()
+			if len(args) != 2 {
+				continue
+			}
+			switch call.FunctionName() {
+			case operators.Index, operators.OptIndex, operators.OptSelect:
+				operand = args[0]
+				field, ok = constString(args[1])
+			case operators.In:
+				operand = args[1]
+				field, ok = constString(args[0])
+			}
+		}
+		if !ok {
 			continue
 		}
-		fields, ok := fixedFields[op.AsIdent()]
-		if !ok || slices.Contains(fields, sel.FieldName()) {
+		name, isVar := variable(operand)
+		if !isVar || shadowed[scoped{operand.ID(), name}] {
+			continue
+		}
+		fields, fixed := fixedFields[name]
+		if !fixed || slices.Contains(fields, field) {
 			continue
 		}
 		loc := a.SourceInfo().GetStartLocation(e.ID())
-		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, op.AsIdent(), sel.FieldName(), strings.Join(fields, ", "))
-	}
-	// The same through indexing with a constant: tool["side_efect"].
-	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.CallKind)) {
-		call := e.AsCall()
-		if call.FunctionName() != operators.Index || len(call.Args()) != 2 {
-			continue
-		}
-		op, key := call.Args()[0], call.Args()[1]
-		if op.Kind() != celast.IdentKind || shadowed[op.AsIdent()] || key.Kind() != celast.LiteralKind {
-			continue
-		}
-		name, isString := key.AsLiteral().Value().(string)
-		fields, ok := fixedFields[op.AsIdent()]
-		if !ok || !isString || slices.Contains(fields, name) {
-			continue
-		}
-		loc := a.SourceInfo().GetStartLocation(e.ID())
-		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, op.AsIdent(), name, strings.Join(fields, ", "))
+		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, name, field, strings.Join(fields, ", "))
 	}
 	return nil
+}
+
+// variable returns the name of the identifier e is, also through dyn(e).
+func variable(e celast.Expr) (string, bool) {
+	for e.Kind() == celast.CallKind && e.AsCall().FunctionName() == "dyn" && len(e.AsCall().Args()) == 1 {
+		e = e.AsCall().Args()[0]
+	}
+	if e.Kind() != celast.IdentKind {
+		return "", false
+	}
+	return e.AsIdent(), true
+}
+
+// constString returns the value of a string literal.
+func constString(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	v, ok := e.AsLiteral().Value().(string)
+	return v, ok
 }
 
 // compileCondition compiles and type-checks src. The error text is the

@@ -365,6 +365,14 @@ func TestFixedFields(t *testing.T) {
 		{`tool["side_efect"] == "read_only"`, false},
 		{`tool["side_effect"] == "read_only" && principal["role"] == "r"`, true},
 		{`arguments["any key"] == 1`, true},
+		{`tool.?side_efect.orValue("read_only") == "read_only"`, false},
+		{`tool[?"side_efect"].orValue("x") == "read_only"`, false},
+		{`"side_efect" in tool`, false},
+		{`dyn(tool).side_efect == "x"`, false},
+		{`tool.?title.orValue("") == "" && "side_effect" in tool && dyn(tool).name != ""`, true},
+		{`tool.side_efect == "read_only" || [1].exists(tool, tool > 0)`, false}, // the shadowing is only inside the comprehension
+		{`principal.rol == "r" && [1].all(principal, principal > 0)`, false},
+		{`[{"rol": "r"}].all(principal, principal.rol == "r") && principal.role == "r"`, true},
 	} {
 		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+tc.when+"'\n    action: deny\n    reason: r\n"))
 		if (err == nil) != tc.ok {

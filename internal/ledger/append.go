@@ -93,6 +93,9 @@ type head struct {
 }
 
 type appendReq struct {
+	// first marks the first request of a group (EnqueueAll): the
+	// members follow it in the batch and share its context.
+	first    bool
 	ctx      context.Context
 	kind     string
 	recordID string
@@ -276,6 +279,7 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		group[i] = &appendReq{
+			first:    i == 0,
 			ctx:      ctx,
 			kind:     rc.Kind,
 			recordID: rc.RecordID,
@@ -386,6 +390,7 @@ func (l *Ledger) writer() {
 		case g := <-l.reqs:
 			batch = l.fill(append(batch[:0], g...))
 			l.commit(batch)
+			clear(batch) // the requests' payloads are not kept until the next batch
 		case r := <-l.ckreqs:
 			c, err := l.checkpoint(r.ctx, true)
 			r.done <- ckResult{c, err}
@@ -399,6 +404,7 @@ func (l *Ledger) writer() {
 				case g := <-l.reqs:
 					batch = l.fill(append(batch[:0], g...))
 					l.commit(batch)
+					clear(batch)
 					continue
 				default:
 				}
@@ -432,16 +438,15 @@ func (l *Ledger) fill(batch []*appendReq) []*appendReq {
 func (l *Ledger) commit(batch []*appendReq) {
 	live := batch[:0:0]
 	// The members of a group share one context and sit side by side: it is
-	// looked at once per run of requests, so that a deadline passing
-	// between two members cannot split the group.
-	var lastCtx context.Context
-	var lastErr error
+	// looked at once, at the group's first request, so that a deadline
+	// passing between two members cannot split the group.
+	var groupErr error
 	for _, r := range batch {
-		if r.ctx != lastCtx {
-			lastCtx, lastErr = r.ctx, r.ctx.Err()
+		if r.first {
+			groupErr = r.ctx.Err()
 		}
-		if lastErr != nil {
-			r.done <- appendResult{err: lastErr} // not written
+		if groupErr != nil {
+			r.done <- appendResult{err: groupErr} // not written
 			continue
 		}
 		live = append(live, r)

@@ -318,7 +318,9 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 
 // Checkpoint returns a checkpoint of the ledger as it is now. With a Signer
 // it signs and stores a new checkpoint unless the latest stored one already
-// covers every entry, in which case that one is returned. Without a Signer
+// covers every entry and is signed by this Signer's key, in which case that
+// one is returned (after a key rotation, the new key signs a new one; Close
+// never re-signs a covering checkpoint). Without a Signer
 // it returns an unsigned tree head (Note nil) and stores nothing.
 //
 // Errors: ErrClosed after Close; ErrWrite when storing fails; ctx.Err().
@@ -392,10 +394,10 @@ func (l *Ledger) writer() {
 			l.commit(batch)
 			clear(batch) // the requests' payloads are not kept until the next batch
 		case r := <-l.ckreqs:
-			c, err := l.checkpoint(r.ctx, true)
+			c, err := l.checkpoint(r.ctx, ckResign)
 			r.done <- ckResult{c, err}
 		case <-tick:
-			l.checkpoint(context.Background(), false)
+			l.checkpoint(context.Background(), ckIfDue)
 		case <-l.quit:
 			// No more sends can happen (closed is set under mu), so what
 			// is queued now is everything.
@@ -411,7 +413,7 @@ func (l *Ledger) writer() {
 				break
 			}
 			if l.signer != nil {
-				if _, err := l.checkpoint(context.Background(), true); err != nil {
+				if _, err := l.checkpoint(context.Background(), ckCover); err != nil {
 					l.closeErr = fmt.Errorf("final checkpoint: %w", err)
 				}
 			}
@@ -522,7 +524,7 @@ func (l *Ledger) commit(batch []*appendReq) {
 		}
 		newSize := size + int64(len(live))
 		if l.signer != nil {
-			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, false); err != nil {
+			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, ckIfDue); err != nil {
 				return err
 			}
 		}
@@ -577,19 +579,32 @@ func (l *Ledger) loadHead(ctx context.Context, tx Tx, size int64) (head, error) 
 	return h, nil
 }
 
+// ckMode says when checkpointTx signs a new checkpoint.
+type ckMode int
+
+const (
+	// ckIfDue: only when one is due (count or time trigger).
+	ckIfDue ckMode = iota
+	// ckCover: when the latest stored one does not cover every entry
+	// (Close).
+	ckCover
+	// ckResign: as ckCover, and also when the latest covers every entry
+	// but is not signed by this Ledger's key (Checkpoint, asked for
+	// explicitly: after a key rotation the new key signs a checkpoint).
+	// A Ledger closing with an old key never re-signs over a newer one.
+	ckResign
+)
+
 // checkpointTx signs and stores a checkpoint of the tree of size inside tx
-// if one is due, or if force and the latest stored one does not cover size.
-// It returns the checkpoint covering size (with force) or the new one, or
-// nil when none was due.
-func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, force bool) (*Checkpoint, error) {
+// as mode says. It returns the checkpoint covering size (ckCover,
+// ckResign) or the new one, or nil when none was due.
+func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, mode ckMode) (*Checkpoint, error) {
 	latest, ok, err := tx.LatestCheckpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// A checkpoint that covers size already will do, unless one is
-	// forced and it is not signed by this ledger's signer (the key was
-	// rotated): then a new one is signed with the current key.
-	if ok && latest.Size >= size && (!force || signedBy(latest.Note, l.signer)) {
+	force := mode != ckIfDue
+	if ok && latest.Size >= size && (mode != ckResign || signedBy(latest.Note, l.signer)) {
 		if !force {
 			return nil, nil
 		}
@@ -627,12 +642,12 @@ func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.T
 	return &c, nil
 }
 
-// checkpoint runs a checkpoint transaction (writer goroutine only). force:
-// create one if the latest does not cover the current size (Checkpoint,
-// Close); otherwise only if the time trigger is due (the ticker).
-func (l *Ledger) checkpoint(ctx context.Context, force bool) (*Checkpoint, error) {
+// checkpoint runs a checkpoint transaction (writer goroutine only), as
+// mode says (ckResign for Checkpoint, ckCover for Close, ckIfDue for the
+// ticker).
+func (l *Ledger) checkpoint(ctx context.Context, mode ckMode) (*Checkpoint, error) {
 	if l.signer == nil {
-		if !force {
+		if mode == ckIfDue {
 			return nil, nil
 		}
 		return l.unsignedHead(ctx)
@@ -650,7 +665,7 @@ func (l *Ledger) checkpoint(ctx context.Context, force bool) (*Checkpoint, error
 		if l.head.valid && l.head.size == size {
 			r = &mapHashReader{ctx: ctx, m: l.head.hashes, tx: tx}
 		}
-		out, err = l.checkpointTx(ctx, tx, size, now, r, force)
+		out, err = l.checkpointTx(ctx, tx, size, now, r, mode)
 		return err
 	})
 	if err != nil {

@@ -206,3 +206,43 @@ func TestCheckpointAfterKeyRotation(t *testing.T) {
 		t.Fatalf("rotated checkpoint of size %d root %v, want the same tree as %d %v", rotated.Size, rotated.Hash, first.Size, first.Hash)
 	}
 }
+
+// TestCloseDoesNotResignWithAnOldKey: a Ledger closing with a key other
+// than the latest checkpoint's (an old replica after a rotation) leaves
+// the covering checkpoint as it is.
+func TestCloseDoesNotResignWithAnOldKey(t *testing.T) {
+	ctx := context.Background()
+	store := NewMemStore()
+	oldS, _ := testKeys(t)
+	newS, newV := attackerKeys(t)
+	l, err := New(ctx, store, Options{LedgerID: "rot", Signer: newS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, KindAuditEvent, "a0", testPayload); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := store.Checkpoints(ctx)
+	old, err := New(ctx, noCloseStore{store}, Options{LedgerID: "rot", Signer: oldS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := store.Checkpoints(ctx)
+	if len(after) != len(before) {
+		t.Fatalf("%d checkpoints after an old-key Close, want %d", len(after), len(before))
+	}
+	if _, err := OpenCheckpoint(after[len(after)-1].Note, newV); err != nil {
+		t.Fatalf("the latest checkpoint is no longer the new key's: %v", err)
+	}
+}
+
+// noCloseStore shares a store between Ledgers: its Close leaves it open.
+type noCloseStore struct{ Store }
+
+func (noCloseStore) Close() error { return nil }

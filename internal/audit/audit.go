@@ -334,7 +334,7 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 	// leaves a receipt without the event that links it.
 	wait, err := r.cfg.Ledger.EnqueueAll(ctx, recs[:n])
 	if err != nil {
-		return fail(fmt.Errorf("audit: append %s: %w", recs[0].Kind, err))
+		return fail(fmt.Errorf("audit: append: %w", err)) // the ledger names the record
 	}
 	return func() error {
 		if _, err := wait(); err != nil {

@@ -169,7 +169,7 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	wantCode(t, code, 1, out, errOut)
 	// It names the key that did sign and how to give several.
 	signer := strings.TrimSuffix(filepath.Base(vkey), ".vkey")
-	if !strings.Contains(out, "not signed by a known key (signed by "+signer+"+") || !strings.Contains(out, "--key OLD.vkey --key NEW.vkey") {
+	if !strings.Contains(out, "not signed by a known key (it claims to be signed by \""+signer+"+") || !strings.Contains(out, "--key OLD.vkey --key NEW.vkey") {
 		t.Errorf("wrong-key report does not name the signer %q or the remedy:\n%s", signer, out)
 	}
 	// Both keys, as after a rotation: it verifies.

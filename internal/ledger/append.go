@@ -270,13 +270,13 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 	group := make([]*appendReq, len(recs))
 	for i, rc := range recs {
 		if err := checkKind(rc.Kind); err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
+			return nil, fmt.Errorf("record %d (%s): %w", i, rc.Kind, err)
 		}
 		if err := checkRecordID(rc.RecordID); err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
+			return nil, fmt.Errorf("record %d (%s): %w", i, rc.Kind, err)
 		}
 		if err := checkPayload(rc.Payload); err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
+			return nil, fmt.Errorf("record %d (%s): %w", i, rc.Kind, err)
 		}
 		group[i] = &appendReq{
 			first:    i == 0,

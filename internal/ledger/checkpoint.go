@@ -129,15 +129,15 @@ func OpenCheckpoint(msg []byte, known note.Verifiers) (Checkpoint, error) {
 			var by []string
 			if unv.Note != nil {
 				for _, sig := range unv.Note.UnverifiedSigs {
-					by = append(by, fmt.Sprintf("%s+%08x", sig.Name, sig.Hash))
+					by = append(by, fmt.Sprintf("%q", fmt.Sprintf("%s+%08x", sig.Name, sig.Hash))) // unverified: quoted
 				}
 			}
 			if len(by) == 0 {
 				return Checkpoint{}, fmt.Errorf("%w: checkpoint is not signed by a known key", ErrInvalid)
 			}
-			return Checkpoint{}, fmt.Errorf("%w: checkpoint is not signed by a known key (signed by %s)", ErrInvalid, strings.Join(by, ", "))
+			return Checkpoint{}, fmt.Errorf("%w: checkpoint is not signed by a known key (it claims to be signed by %s)", ErrInvalid, strings.Join(by, ", "))
 		case errors.As(err, &inv):
-			return Checkpoint{}, fmt.Errorf("%w: checkpoint signature by %s+%08x does not verify", ErrInvalid, inv.Name, inv.Hash)
+			return Checkpoint{}, fmt.Errorf("%w: checkpoint signature by %q does not verify", ErrInvalid, fmt.Sprintf("%s+%08x", inv.Name, inv.Hash))
 		}
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint note: %v", ErrInvalid, err)
 	}

@@ -106,7 +106,7 @@ func TestEnqueueAllRejectsBeforeQueueing(t *testing.T) {
 		{Kind: KindAuditEvent, RecordID: "ok", Payload: testPayload},
 		{Kind: KindAuditEvent, RecordID: "bad", Payload: []byte(`{"b":1,"a":2}`)},
 	})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "record 1") {
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "record 1 (audit_event)") {
 		t.Fatalf("err = %v, want ErrInvalid naming record 1", err)
 	}
 	if _, err := l.EnqueueAll(ctx, nil); !errors.Is(err, ErrInvalid) {

@@ -260,16 +260,19 @@ func pickCheckpoint(ctx context.Context, s Store, size int64) (Checkpoint, error
 // (but not its signature, for which the caller holds the key): a ledger
 // whose store was altered fails here with ErrCorrupt.
 func ProveEntry(ctx context.Context, s Store, seq, treeSize int64) (*Proof, error) {
+	// An entry that does not exist is a mistake, not a wait for the next
+	// checkpoint.
+	if size, err := s.Size(ctx); err == nil && (seq < 0 || seq >= size) {
+		if size == 0 {
+			return nil, fmt.Errorf("%w: entry %d does not exist (the ledger is empty)", ErrInvalid, seq)
+		}
+		return nil, fmt.Errorf("%w: entry %d does not exist (the ledger has %d entries, 0..%d)", ErrInvalid, seq, size, size-1)
+	}
 	c, err := pickCheckpoint(ctx, s, treeSize)
 	if err != nil {
 		return nil, err
 	}
-	if seq < 0 || seq >= c.Size {
-		// An entry that does not exist is a mistake, not a wait for the
-		// next checkpoint.
-		if size, err := s.Size(ctx); err == nil && (seq < 0 || seq >= size) {
-			return nil, fmt.Errorf("%w: entry %d does not exist (the ledger has %d entries, 0..%d)", ErrInvalid, seq, size, size-1)
-		}
+	if seq >= c.Size {
 		return nil, fmt.Errorf("%w: the checkpoint of size %d does not cover entry %d", ErrNoCheckpoint, c.Size, seq)
 	}
 	var leaf []byte

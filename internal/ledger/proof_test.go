@@ -273,3 +273,30 @@ func FuzzParseProof(f *testing.F) {
 		}
 	})
 }
+
+// TestProveEntryThatDoesNotExist: an entry past the end is named as
+// missing, with the ledger's size, before any checkpoint is looked at;
+// an empty ledger says so.
+func TestProveEntryThatDoesNotExist(t *testing.T) {
+	ctx := context.Background()
+	store := NewMemStore()
+	l, err := New(ctx, store, Options{LedgerID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProveEntry(ctx, store, 0, 0); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "the ledger is empty") {
+		t.Fatalf("empty ledger: %v", err)
+	}
+	for i := range 3 {
+		if _, err := l.Append(ctx, KindAuditEvent, fmt.Sprintf("a%d", i), testPayload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No checkpoint at all: the missing entry is still what is reported.
+	if _, err := ProveEntry(ctx, store, 99, 0); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "entry 99 does not exist (the ledger has 3 entries, 0..2)") {
+		t.Fatalf("past the end: %v", err)
+	}
+	if _, err := ProveEntry(ctx, store, 1, 0); !errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("an entry without a checkpoint: %v, want ErrNoCheckpoint", err)
+	}
+}

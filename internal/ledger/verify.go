@@ -375,7 +375,11 @@ func (v *verifier) checkCheckpoints(n int64) bool {
 			return false
 		}
 		if root != c.Hash {
-			v.failCheckpoint(sc.ID, fmt.Sprintf("signed root %s for size %d, but the entries 0..%d hash to %s: an entry before %d was changed after it was signed", c.Hash, n, n-1, root, n))
+			if n == 0 {
+				v.failCheckpoint(sc.ID, fmt.Sprintf("signed root %s for size 0, but the empty tree hashes to %s", c.Hash, root))
+			} else {
+				v.failCheckpoint(sc.ID, fmt.Sprintf("signed root %s for size %d, but the entries 0..%d hash to %s: an entry before %d was changed after it was signed", c.Hash, n, n-1, root, n))
+			}
 			return false
 		}
 		v.rep.Checkpoints++

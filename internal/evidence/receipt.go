@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 )
 
 // SchemaVersion is the schema_version of the receipts this package writes
@@ -141,6 +143,7 @@ const (
 	ProblemDuplicate     ProblemKind = "duplicate_item"      // an array repeats a string
 	ProblemVersion       ProblemKind = "unsupported_version" // schema_version is not "0.1"
 	ProblemSignaturePair ProblemKind = "unpaired"            // receipt_signature without signature_alg or the reverse
+	ProblemCaseFold      ProblemKind = "case_folded_name"    // the name equals another member's but for case
 )
 
 var problemText = map[ProblemKind]string{
@@ -154,6 +157,7 @@ var problemText = map[ProblemKind]string{
 	ProblemDuplicate:     "repeated item",
 	ProblemVersion:       `unsupported schema_version (want "0.1")`,
 	ProblemSignaturePair: "receipt_signature and signature_alg must be present together",
+	ProblemCaseFold:      "another member of the object has this name in another case (a case-insensitive reader may take either value)",
 }
 
 // Problem is one validation finding about a receipt field. Field is the
@@ -213,6 +217,12 @@ func Parse(raw []byte) (*ServerReceipt, []Problem, error) {
 	}
 	if seen["receipt_signature"] != seen["signature_alg"] {
 		v.add("receipt_signature", ProblemSignaturePair)
+	}
+	// Names that differ only in case are a parser differential (as in
+	// frames, which are refused for it): the gateway reads the exact
+	// name, a case-insensitive decoder may read the other.
+	if name := jsonrpc.FoldedDuplicate(raw); name != "" {
+		v.add(name, ProblemCaseFold)
 	}
 	return r, v.problems, nil
 }

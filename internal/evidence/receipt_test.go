@@ -224,6 +224,8 @@ func TestParseProblems(t *testing.T) {
 		{"ledger_id type", "ledger_id", `[]`, []Problem{{"ledger_id", ProblemType}}},
 		{"issued_by type", "issued_by", `1`, []Problem{{"issued_by", ProblemType}}},
 		{"unknown member ignored", "x-other", `{"a":1}`, nil},
+		{"a name that differs only in case", "Receipt_ID", `"` + secret + `"`, []Problem{{"Receipt_ID", ProblemCaseFold}}},
+		{"case folding inside a member", "x-other", `{"a":1,"A":2}`, []Problem{{"A", ProblemCaseFold}}},
 		{"unknown member with a big number ignored", "x-big", `123456789012345678901234567890`, nil},
 	}
 	valid, _, err := Parse(base)

@@ -245,3 +245,11 @@ func stringEnd(body []byte, i int) int {
 // rpcMembers are the JSON-RPC 2.0 member names; a top-level member whose
 // name folds to one of them must be exactly it.
 var rpcMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
+
+// FoldedDuplicate returns the first member name of the strict JSON value
+// body that equals an earlier name of the same object under case folding,
+// at any depth, or "" when there is none: the check Parse applies to every
+// frame, for other JSON the gateway reads (server security receipts).
+// body must already be strict JSON (valid UTF-8, no exact duplicate
+// names); for anything else the result is unspecified.
+func FoldedDuplicate(body []byte) string { return foldedDuplicate(body) }

@@ -25,3 +25,23 @@ func TestUnknownSubcommands(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerCell: values from servers cannot steer the terminal or break
+// the table's columns.
+func TestLedgerCell(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"", 24, "-"},
+		{"read_file", 24, "read_file"},
+		{"evil\x1b[31mred\u202eabc\x7f", 0, `evil\u001b[31mred\u202eabc\u007f`},
+		{"a-very-long-server-identifier-indeed", 24, "a-very-long-server-iden…"},
+		{"ééééé", 3, "éé…"},
+	} {
+		if got := ledgerCell(tc.in, tc.width); got != tc.want {
+			t.Errorf("ledgerCell(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -500,7 +502,7 @@ func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 			return
 		}
 		fmt.Fprintf(w, row, strconv.FormatInt(seq, 10), e.Time.Format("2006-01-02T15:04:05.000000Z"),
-			e.Kind, ledgerDash(pf.ServerID), ledgerDash(pf.ToolName), ledgerDash(pf.Action), e.RecordID)
+			e.Kind, ledgerCell(pf.ServerID, 24), ledgerCell(pf.ToolName, 24), ledgerCell(pf.Action, 10), ledgerCell(e.RecordID, 0))
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
@@ -514,11 +516,30 @@ func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 	return nil
 }
 
-func ledgerDash(s string) string {
+// ledgerCell is a table cell for a value that may come from a server (a
+// tool name, a server id, a receipt id): "-" when empty; control and
+// format characters (ANSI escapes, bidirectional overrides) written as
+// \uXXXX, so the terminal shows what is stored rather than obeying it; cut
+// to width characters with "…" when width > 0, so the columns stay
+// aligned (--json has every byte).
+func ledgerCell(s string, width int) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if width > 0 && utf8.RuneCountInString(out) > width {
+		rs := []rune(out)
+		out = string(rs[:width-1]) + "…"
+	}
+	return out
 }
 
 // ledgerCheckpointSize parses --checkpoint: "latest" (0) or a tree size.

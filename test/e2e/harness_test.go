@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 )
 
 // Timeouts of the scripted client. They are generous: the machines are
@@ -26,22 +25,7 @@ const (
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = harness.SyncBuffer
 
 // proc is a running `gatehouse` process driven by a scripted client: the
 // test writes exact bytes to its stdin and reads exact lines from its
@@ -52,8 +36,7 @@ type proc struct {
 	stdin  io.WriteCloser
 	lines  chan []byte // stdout lines, terminator included; a final unterminated chunk too
 	stderr *lockedBuffer
-	done   chan struct{}
-	state  *os.ProcessState
+	done   chan struct{} // closed once stdout is drained and the process waited for
 }
 
 // startGatehouse starts gatehouse with args (for example "wrap", "--",
@@ -65,37 +48,11 @@ func startGatehouse(t testing.TB, args ...string) *proc {
 	// Its own process group, so that cleanup can kill gatehouse and
 	// anything left of it at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	hp, err := harness.StartProc(cmd, 1024, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting gatehouse: %v", err)
 	}
-	go func() {
-		r := bufio.NewReaderSize(stdout, 64<<10)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 {
-				p.lines <- line
-			}
-			if err != nil {
-				close(p.lines)
-				return
-			}
-		}
-	}()
-	go func() {
-		_ = cmd.Wait()
-		p.state = cmd.ProcessState
-		close(p.done)
-	}()
+	p := &proc{t: t, cmd: cmd, stdin: hp.Stdin, lines: hp.Lines, stderr: hp.Stderr, done: hp.Done}
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
@@ -198,7 +155,7 @@ func (p *proc) wait() int {
 	case <-time.After(exitTimeout):
 		p.t.Fatalf("gatehouse did not exit within %v", exitTimeout)
 	}
-	return p.state.ExitCode()
+	return p.cmd.ProcessState.ExitCode()
 }
 
 // jsonString encodes s as a JSON string.

@@ -1,7 +1,6 @@
 package evidencee2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -99,36 +98,11 @@ func startGW(t testing.TB, wrapper, flags, server []string) *gw {
 	// The server inherits gatehouse's stderr: after a SIGKILL of gatehouse
 	// alone, Wait must not wait for the server to close it.
 	cmd.WaitDelay = 5 * time.Second
-	stdin, err := cmd.StdinPipe()
+	p, err := harness.StartProc(cmd, 4096, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gw{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 4096), stderr: &syncBuffer{}, done: make(chan struct{}), held: map[string]msg{}}
-	cmd.Stderr = g.stderr
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gatehouse: %v", err)
 	}
-	go func() {
-		br := bufio.NewReaderSize(stdout, 1<<20)
-		for {
-			l, err := br.ReadBytes('\n')
-			if len(l) > 0 {
-				g.lines <- l
-			}
-			if err != nil {
-				close(g.lines)
-				return
-			}
-		}
-	}()
-	go func() {
-		_ = cmd.Wait()
-		close(g.done)
-	}()
+	g := &gw{t: t, cmd: cmd, stdin: p.Stdin, lines: p.Lines, stderr: p.Stderr, done: p.Done, held: map[string]msg{}}
 	t.Cleanup(func() {
 		_ = g.stdin.Close()
 		select {

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -44,5 +45,30 @@ func TestSyncBuffer(t *testing.T) {
 	}
 	if len(b.String()) != 400 {
 		t.Fatalf("got %d bytes, want 400", len(b.String()))
+	}
+}
+
+// TestStartProcKeepsEveryLine: a process that writes and exits at once
+// loses no line (Wait runs only after stdout is drained), and Done closes.
+func TestStartProcKeepsEveryLine(t *testing.T) {
+	for round := range 20 {
+		cmd := exec.Command("/bin/sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done; printf tail`)
+		p, err := StartProc(cmd, 8192, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stdin.Close()
+		<-p.Done
+		n, last := 0, ""
+		for l := range p.Lines {
+			n++
+			last = string(l)
+		}
+		if n != 3001 || last != "tail" {
+			t.Fatalf("round %d: %d lines, last %q; want 3001 ending with the unterminated \"tail\"", round, n, last)
+		}
+		if p.Cmd.ProcessState == nil || p.Cmd.ProcessState.ExitCode() != 0 {
+			t.Fatalf("round %d: exit state %v", round, p.Cmd.ProcessState)
+		}
 	}
 }

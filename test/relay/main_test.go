@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -133,37 +132,12 @@ func startGH(t testing.TB, r run) *gh {
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.cred}
-	stdin, err := cmd.StdinPipe()
+	p, err := harness.StartProc(cmd, 4096, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &gh{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 4096), stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = h.stderr
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gatehouse: %v", err)
 	}
+	h := &gh{t: t, cmd: cmd, stdin: p.Stdin, lines: p.Lines, stderr: p.Stderr, done: p.Done}
 	h.start = time.Now()
-	go func() {
-		br := bufio.NewReaderSize(stdout, 1<<20)
-		for {
-			l, err := br.ReadBytes('\n')
-			if len(l) > 0 {
-				h.lines <- l
-			}
-			if err != nil {
-				close(h.lines)
-				return
-			}
-		}
-	}()
-	go func() {
-		_ = cmd.Wait()
-		close(h.done)
-	}()
 	t.Cleanup(func() {
 		_ = h.stdin.Close()
 		select {

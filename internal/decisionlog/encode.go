@@ -132,6 +132,8 @@ const hexDigits = "0123456789abcdef"
 // with HTML escaping off: '"' and '\\' escaped, \b \f \n \r \t in short
 // form, other control characters as \u00xx, invalid UTF-8 as \ufffd, and
 // U+2028 and U+2029 escaped.
+// (Not jcs.AppendString: RFC 8785 writes U+2028 and U+2029 as they are,
+// and the decision log's bytes are encoding/json's.)
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

@@ -218,6 +218,85 @@ func Body(frame []byte) []byte {
 // data), -32600 for JSON that is not a JSON-RPC 2.0 message or batch.
 func Parse(frame []byte) (Message, error) {
 	body := Body(frame)
+	if m, ok := parseFast(body); ok {
+		return m, nil
+	}
+	return parseRef(body)
+}
+
+// parseFast classifies body on the fast path (scan.go): ok is false when
+// the fast path declines, and then parseRef decides, errors included.
+func parseFast(body []byte) (m Message, ok bool) {
+	var (
+		version                    []byte
+		hasMethod, hasID, nearMiss bool
+		method                     []byte
+	)
+	start, end, ok := topMembers(body, func(name, v []byte) {
+		switch string(name) {
+		case "jsonrpc":
+			version = v
+		case "id":
+			hasID = true
+			m.ID = ID{raw: v}
+		case "method":
+			hasMethod = true
+			method = v
+		case "params":
+			m.Params = v
+		case "result":
+			m.Result = v
+		case "error":
+			m.Error = v
+		default:
+			if rpcMembers[foldKey(string(name))] {
+				nearMiss = true
+			}
+		}
+	})
+	if !ok || nearMiss {
+		return Message{}, false
+	}
+	methodIsString := hasMethod && method[0] == '"'
+	if methodIsString {
+		if m.Method, ok = methodName(method); !ok {
+			return Message{}, false
+		}
+	}
+	m.Raw = body[start:end]
+	m, perr := shape(m, version, hasID, hasMethod, methodIsString, "")
+	if perr != nil {
+		return Message{}, false
+	}
+	return m, true
+}
+
+// methodName returns the value of the JSON string raw without allocating
+// for the methods of the MCP specification.
+func methodName(raw []byte) (string, bool) {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		s, err := jsontext.AppendUnquote(nil, raw)
+		return string(s), err == nil
+	}
+	v := raw[1 : len(raw)-1]
+	switch string(v) {
+	case "tools/call":
+		return "tools/call", true
+	case "tools/list":
+		return "tools/list", true
+	case "notifications/progress":
+		return "notifications/progress", true
+	case "notifications/cancelled":
+		return "notifications/cancelled", true
+	case "ping":
+		return "ping", true
+	}
+	return string(v), true
+}
+
+// parseRef is Parse by the jsontext tokenizer: the reference the fast path
+// is checked against, and the path of every frame the fast path declines.
+func parseRef(body []byte) (Message, error) {
 	p := decoders.Get().(*parser)
 	defer decoders.Put(p)
 	p.reset(body)
@@ -375,6 +454,13 @@ func classify(dec *jsontext.Decoder, obj []byte) (Message, *Error) {
 	if _, err := dec.ReadToken(); err != nil { // the closing '}'
 		return m, &Error{Code: CodeParseError, Message: "parse error: " + syntaxReason(err)}
 	}
+	return shape(m, version, hasID, hasMethod, methodKind == '"', nearMiss)
+}
+
+// shape decides what JSON-RPC message an object with the given members is:
+// version is the raw "jsonrpc" value, nearMiss the error for a member that
+// is a JSON-RPC name in another case ("" for none).
+func shape(m Message, version []byte, hasID, hasMethod, methodIsString bool, nearMiss string) (Message, *Error) {
 	if nearMiss != "" {
 		return m, &Error{Code: CodeInvalidRequest, Message: nearMiss}
 	}
@@ -392,7 +478,7 @@ func classify(dec *jsontext.Decoder, obj []byte) (Message, *Error) {
 		}
 	}
 	if hasMethod {
-		if methodKind != '"' {
+		if !methodIsString {
 			return m, &Error{Code: CodeInvalidRequest, Message: `invalid request: "method" must be a string`, ID: m.ID}
 		}
 		if m.Result != nil || m.Error != nil {
@@ -480,6 +566,15 @@ func Sniff(prefix []byte) (id ID, hasMethod bool) {
 // already be strict JSON (from a parsed Message). It returns an error when
 // obj is not an object.
 func ObjectMembers(obj []byte, fn func(name string, value []byte)) error {
+	if _, _, ok := topMembers(obj, func(name, value []byte) { fn(string(name), value) }); ok {
+		return nil
+	}
+	return objectMembersRef(obj, fn)
+}
+
+// objectMembersRef is ObjectMembers by the jsontext tokenizer: the
+// reference, and the path of every object the fast path declines.
+func objectMembersRef(obj []byte, fn func(name string, value []byte)) error {
 	dec := newDecoder(obj)
 	tok, err := dec.ReadToken()
 	if err != nil {

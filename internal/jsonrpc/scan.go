@@ -1,0 +1,413 @@
+package jsonrpc
+
+import (
+	"encoding/binary"
+	"sync"
+	"unicode/utf8"
+)
+
+// This file is the fast path of Parse and ObjectMembers: one pass over the
+// bytes that checks RFC 8259 syntax, UTF-8 and member names (exact and
+// case-folded duplicates) and finds the top-level members, without a
+// tokenizer.
+//
+// It is conservative: it says yes only when it is sure the jsontext-based
+// path (the reference) would accept the same bytes with the same result,
+// and declines everything it does not handle itself, which then goes
+// through the reference: escaped member names, \u escapes of surrogates,
+// nesting deeper than maxFastDepth, objects with more than maxFastNames
+// members, and anything invalid (so that every error, its text included,
+// comes from one place). FuzzFastParse and FuzzFastMembers check the "same
+// result" against the reference.
+
+// maxFastDepth is the deepest nesting the fast path validates; deeper
+// values go to the reference (whose limit is 10,000).
+const maxFastDepth = 256
+
+// maxFastNames is the most members an object may have on the fast path
+// (its duplicate check compares every pair).
+const maxFastNames = 64
+
+// SWAR constants: one bit pattern per byte of a uint64.
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
+// special returns, for the 8 bytes in x, a word whose byte k has its high
+// bit set when byte k may end or escape a JSON string or need a UTF-8
+// check: '"', '\\', a control character (< 0x20) or a byte >= 0x80. The
+// first such byte is always marked; bytes after it may be marked falsely
+// (a borrow), so only "zero or not" is meaningful.
+func special(x uint64) uint64 {
+	// (x - lo*0x20) | x has a byte's high bit set when the byte is below
+	// 0x20 or at least 0x80; (v - lo) &^ v marks a zero byte of v, and a
+	// byte equal to c is a zero byte of x ^ lo*c.
+	q := x ^ (swarLo * '"')
+	bs := x ^ (swarLo * '\\')
+	return ((x - swarLo*0x20) | x | ((q - swarLo) &^ q) | ((bs - swarLo) &^ bs)) & swarHi
+}
+
+// plain8 reports whether none of the 8 bytes in x is special.
+func plain8(x uint64) bool { return special(x) == 0 }
+
+// scanner validates JSON on the fast path. names holds the member names of
+// the objects being read, innermost object last.
+type scanner struct {
+	b []byte
+	// escaped is set by str when the string just read had a backslash.
+	escaped bool
+	// nonASCII is set when a member name has a byte >= 0x80: case-folded
+	// duplicates then need the Unicode check (foldedDuplicate).
+	nonASCII bool
+	names    [][]byte
+}
+
+// scanners reuses scanners, for their names' backing array.
+var scanners = sync.Pool{New: func() any { return &scanner{names: make([][]byte, 0, 32)} }}
+
+// skipWS returns the index of the first byte at or after i that is not
+// JSON whitespace (RFC 8259 §2).
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value reads the value at i and returns the index after it, or -1 to
+// decline.
+func (s *scanner) value(i, depth int) int {
+	b := s.b
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return s.str(i)
+	case c == '{':
+		return s.object(i, depth+1)
+	case c == '[':
+		return s.array(i, depth+1)
+	case c == '-' || c >= '0' && c <= '9':
+		return number(b, i)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	}
+	return -1
+}
+
+// str reads the string whose opening quote is at i and returns the index
+// after its closing quote, or -1 to decline. It sets s.escaped.
+func (s *scanner) str(i int) int {
+	b := s.b
+	s.escaped = false
+	i++
+	for {
+		for i+16 <= len(b) && special(binary.LittleEndian.Uint64(b[i:]))|special(binary.LittleEndian.Uint64(b[i+8:])) == 0 {
+			i += 16
+		}
+		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			return -1
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			s.escaped = true
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				r, ok := hex4(b, i+2)
+				if !ok || r >= 0xD800 && r <= 0xDFFF {
+					return -1 // surrogates (paired or not): the reference decides
+				}
+				i += 6
+			default:
+				return -1
+			}
+		case c < 0x20:
+			return -1
+		case c < 0x80:
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return -1
+			}
+			i += n
+		}
+	}
+}
+
+// hex4 decodes the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// number reads the number at i (RFC 8259 §6) and returns the index after
+// it, or -1. What follows is checked by the caller (a delimiter or the end).
+func number(b []byte, i int) int {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// literal reads lit at i and returns the index after it, or -1.
+func literal(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// name reads the member name at i, checks it against the names before it
+// in the same object (those from base on) and records it. It returns the
+// index after the name, or -1 to decline (no string, an escaped name, a
+// duplicate or case-folded duplicate, too many names).
+func (s *scanner) name(i, base int) int {
+	b := s.b
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	j := s.str(i)
+	if j < 0 || s.escaped || len(s.names)-base >= maxFastNames {
+		return -1
+	}
+	n := b[i+1 : j-1]
+	for _, c := range n {
+		if c >= 0x80 {
+			s.nonASCII = true
+			break
+		}
+	}
+	for _, prev := range s.names[base:] {
+		if equalFoldASCII(prev, n) {
+			return -1
+		}
+	}
+	s.names = append(s.names, n)
+	return j
+}
+
+// equalFoldASCII reports whether a and b are equal when ASCII letters are
+// compared without case. Non-ASCII bytes compare exactly (those names are
+// checked again by foldedDuplicate).
+func equalFoldASCII(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if x|0x20 != y|0x20 || x|0x20 < 'a' || x|0x20 > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// object reads the object whose '{' is at i and returns the index after
+// its '}', or -1 to decline.
+func (s *scanner) object(i, depth int) int {
+	if depth > maxFastDepth {
+		return -1
+	}
+	b := s.b
+	base := len(s.names)
+	defer func() { s.names = s.names[:base] }()
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i = s.name(i, base); i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		if i = s.value(skipWS(b, i+1), depth); i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// array reads the array whose '[' is at i and returns the index after its
+// ']', or -1 to decline.
+func (s *scanner) array(i, depth int) int {
+	if depth > maxFastDepth {
+		return -1
+	}
+	b := s.b
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		if i = s.value(i, depth); i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// member is one top-level member found by the fast path.
+type member struct {
+	name  []byte // as written, unescaped (escaped names are declined)
+	value []byte
+}
+
+// topMembers reads the JSON text b, which must be exactly one object
+// (whitespace around it allowed), validating all of it, and calls fn for
+// each member with its name and raw value. fn is called only after the
+// whole text was found valid, so a false return (decline) has called
+// nothing. It returns the object's start and end offsets.
+func topMembers(b []byte, fn func(name, value []byte)) (start, end int, ok bool) {
+	s := scanners.Get().(*scanner)
+	*s = scanner{b: b, names: s.names[:0]}
+	defer func() {
+		clear(s.names[:cap(s.names)])
+		*s = scanner{names: s.names[:0]}
+		scanners.Put(s)
+	}()
+	start = skipWS(b, 0)
+	if start >= len(b) || b[start] != '{' {
+		return 0, 0, false
+	}
+	var buf [8]member
+	ms := buf[:0]
+	i := skipWS(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		end = i + 1
+	} else {
+		for {
+			n := i
+			if i = s.name(i, 0); i < 0 {
+				return 0, 0, false
+			}
+			nm := b[n+1 : i-1]
+			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+				return 0, 0, false
+			}
+			v := skipWS(b, i+1)
+			if i = s.value(v, 1); i < 0 {
+				return 0, 0, false
+			}
+			ms = append(ms, member{name: nm, value: b[v:i]})
+			if i = skipWS(b, i); i >= len(b) {
+				return 0, 0, false
+			}
+			if b[i] == '}' {
+				end = i + 1
+				break
+			}
+			if b[i] != ',' {
+				return 0, 0, false
+			}
+			i = skipWS(b, i+1)
+		}
+	}
+	if skipWS(b, end) != len(b) {
+		return 0, 0, false
+	}
+	if s.nonASCII && foldedDuplicate(b) != "" {
+		return 0, 0, false
+	}
+	for _, m := range ms {
+		fn(m.name, m.value)
+	}
+	return start, end, true
+}

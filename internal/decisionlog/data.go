@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -186,11 +187,17 @@ func ToolCallID(meta map[string]any, strongKeys []string, rpcIDPresent bool, rpc
 		raw := strings.TrimSpace(string(rpcIDRaw))
 		switch {
 		case strings.HasPrefix(raw, `"`):
+			if s, ok := plainString(raw); ok {
+				return PrefixRequest + s, StrengthWeak, SourceJSONRPCID
+			}
 			var s string
 			if err := json.Unmarshal([]byte(raw), &s); err == nil {
 				return PrefixRequest + s, StrengthWeak, SourceJSONRPCID
 			}
 		case raw != "" && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+			if plainInteger(raw) {
+				return PrefixRequest + raw, StrengthWeak, SourceJSONRPCID
+			}
 			var n json.Number
 			if err := json.Unmarshal([]byte(raw), &n); err == nil {
 				return PrefixRequest + raw, StrengthWeak, SourceJSONRPCID
@@ -198,4 +205,35 @@ func ToolCallID(meta map[string]any, strongKeys []string, rpcIDPresent bool, rpc
 		}
 	}
 	return PrefixGenerated + uuid.NewString(), StrengthWeak, SourceGenerated
+}
+
+// plainString returns the value of the JSON string token raw when it needs
+// no decoding (no escape, no control character, valid UTF-8): what
+// json.Unmarshal would return, without its cost.
+func plainString(raw string) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	v := raw[1 : len(raw)-1]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return v, utf8.ValidString(v)
+}
+
+// plainInteger reports whether raw is a JSON integer without fraction or
+// exponent (RFC 8259 §6: -?(0|[1-9][0-9]*)).
+func plainInteger(raw string) bool {
+	d := strings.TrimPrefix(raw, "-")
+	if d == "" || d[0] == '0' && len(d) > 1 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
@@ -79,10 +78,10 @@ func (s *Session) openReceipts() error {
 func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (forward bool, reply []byte, err error) {
 	switch m.Kind {
 	case jsonrpc.KindRequest, jsonrpc.KindNotification:
-		s.noteDeclaredRevision(m)
 		if m.Method == mcp.MethodToolsCall {
 			return s.toolCall(line, m, inBatch)
 		}
+		s.noteDeclaredRevision(m)
 		if m.Kind == jsonrpc.KindNotification {
 			if m.Method == mcp.MethodCancelled {
 				s.forgetCancelled(m.Params)
@@ -145,12 +144,15 @@ func (s *Session) forgetCancelled(params []byte) {
 // noteDeclaredRevision learns the revision a stateless (2026-07-28) request
 // states in params._meta, and keeps its _meta for private requests.
 func (s *Session) noteDeclaredRevision(m *jsonrpc.Message) {
-	// The key's bytes must appear for it to be there (unless escaped, a
-	// spelling no client uses; such a request is relayed all the same).
-	if m.Params == nil || m.Params[0] != '{' || !bytes.Contains(m.Params, metaProtocolVersionKey) {
+	if m.Params == nil || m.Params[0] != '{' {
 		return
 	}
-	meta := member(m.Params, "_meta")
+	s.noteDeclaredMeta(member(m.Params, "_meta"))
+}
+
+// noteDeclaredMeta is noteDeclaredRevision given the request's params._meta
+// (nil when absent): tools/call finds it while reading its params.
+func (s *Session) noteDeclaredMeta(meta []byte) {
 	if meta == nil || meta[0] != '{' {
 		return
 	}
@@ -167,8 +169,6 @@ func (s *Session) noteDeclaredRevision(m *jsonrpc.Message) {
 	s.lastMeta = append(s.lastMeta[:0], meta...)
 	s.mu.Unlock()
 }
-
-var metaProtocolVersionKey = []byte(`"` + mcp.MetaProtocolVersion + `"`)
 
 // clientBatch handles a JSON-RPC batch: refused unless the negotiated
 // revision is 2025-03-26, where every member is decided on its own. When all

@@ -73,6 +73,11 @@ func parseToolCall(params []byte) (toolCallParams, bool) {
 // decision event, bind the receipt, then forward or answer.
 func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool, []byte, error) {
 	p, ok := parseToolCall(m.Params)
+	if ok {
+		s.noteDeclaredMeta(p.meta)
+	} else {
+		s.noteDeclaredRevision(m)
+	}
 	if !ok {
 		s.record("client", "tools/call params need a string name and object arguments", jsonrpc.CodeInvalidParams, len(m.Raw), m.ID)
 		if m.Kind == jsonrpc.KindNotification {

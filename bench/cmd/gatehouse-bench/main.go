@@ -49,6 +49,8 @@ func main() {
 	flag.IntVar(&cfg.FrameBytes, "frame-bytes", 0, "arguments size of the huge-frame test (default 16 MiB)")
 	cpuprofile := flag.String("cpuprofile", "", "profile the gateway process over -calls calls into `FILE` instead of benchmarking")
 	candidate := flag.String("candidate", "", "also measure this gatehouse `BINARY` (policy and log on, ledger off, like \"gw-noledger\") as variant \"candidate\", interleaved with the others: an A/B test of a gateway change")
+	candidateLedger := flag.String("candidate-ledger", "", "also measure this gatehouse `BINARY` with today's defaults (ledger on, like \"gateway\") as variant \"cand-ledger\", interleaved with the others")
+	only := flag.String("variants", "", "comma-separated subset of the variants to run (default all; \"direct\" is always run)")
 	phases := flag.String("phases", "", "comma-separated subset of latency,throughput,memory,frame (default all)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
@@ -63,6 +65,24 @@ func main() {
 		c := bench.GatewayNoLedger
 		c.Name, c.Exe = "candidate", *candidate
 		cfg.Variants = append(cfg.Variants, c)
+	}
+	if *candidateLedger != "" {
+		c := bench.Gateway
+		c.Name, c.Exe = "cand-ledger", *candidateLedger
+		cfg.Variants = append(cfg.Variants, c)
+	}
+	if *only != "" {
+		keep := map[string]bool{bench.Direct.Name: true}
+		for _, n := range strings.Split(*only, ",") {
+			keep[strings.TrimSpace(n)] = true
+		}
+		var vs []bench.Variant
+		for _, v := range cfg.Variants {
+			if keep[v.Name] {
+				vs = append(vs, v)
+			}
+		}
+		cfg.Variants = vs
 	}
 	if !*quiet {
 		t0 := time.Now()

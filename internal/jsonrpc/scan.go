@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"sync"
 	"unicode/utf8"
@@ -34,22 +35,46 @@ const (
 	swarHi = 0x8080808080808080
 )
 
-// special returns, for the 8 bytes in x, a word whose byte k has its high
-// bit set when byte k may end or escape a JSON string or need a UTF-8
-// check: '"', '\\', a control character (< 0x20) or a byte >= 0x80. The
-// first such byte is always marked; bytes after it may be marked falsely
-// (a borrow), so only "zero or not" is meaningful.
-func special(x uint64) uint64 {
-	// (x - lo*0x20) | x has a byte's high bit set when the byte is below
-	// 0x20 or at least 0x80; (v - lo) &^ v marks a zero byte of v, and a
-	// byte equal to c is a zero byte of x ^ lo*c.
-	q := x ^ (swarLo * '"')
-	bs := x ^ (swarLo * '\\')
-	return ((x - swarLo*0x20) | x | ((q - swarLo) &^ q) | ((bs - swarLo) &^ bs)) & swarHi
+// plainRun reports whether every byte of b is printable ASCII or space
+// (0x20..0x7f): no control character and nothing that needs a UTF-8 check.
+func plainRun(b []byte) bool {
+	// Per 8 bytes, (x - lo*0x20) | x has a byte's high bit set when the
+	// byte is below 0x20 (the lowest such byte takes no borrow from
+	// below) or at least 0x80.
+	var acc uint64
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		acc |= (x - swarLo*0x20) | x
+	}
+	for ; j < len(b); j++ {
+		if c := b[j]; c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return acc&swarHi == 0
 }
 
-// plain8 reports whether none of the 8 bytes in x is special.
-func plain8(x uint64) bool { return special(x) == 0 }
+// validRun reports whether b, a run of string content without '"' or
+// '\\', has no control character and is valid UTF-8.
+func validRun(b []byte) bool {
+	for j := 0; j < len(b); {
+		c := b[j]
+		switch {
+		case c < 0x20:
+			return false
+		case c < 0x80:
+			j++
+		default:
+			r, n := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && n <= 1 {
+				return false
+			}
+			j += n
+		}
+	}
+	return true
+}
 
 // scanner validates JSON on the fast path. names holds the member names of
 // the objects being read, innermost object last.
@@ -113,45 +138,39 @@ func (s *scanner) str(i int) int {
 	s.escaped = false
 	i++
 	for {
-		for i+16 <= len(b) && special(binary.LittleEndian.Uint64(b[i:]))|special(binary.LittleEndian.Uint64(b[i+8:])) == 0 {
-			i += 16
-		}
-		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		if i >= len(b) {
+		// The run up to the next quote or backslash, found with the
+		// vectorized IndexByte, then checked in one pass.
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
 			return -1
 		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1
-		case c == '\\':
-			s.escaped = true
-			if i+1 >= len(b) {
-				return -1
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				r, ok := hex4(b, i+2)
-				if !ok || r >= 0xD800 && r <= 0xDFFF {
-					return -1 // surrogates (paired or not): the reference decides
-				}
-				i += 6
-			default:
-				return -1
-			}
-		case c < 0x20:
+		run := b[i : i+q]
+		bs := bytes.IndexByte(run, '\\')
+		if bs >= 0 {
+			run = run[:bs]
+		}
+		if !plainRun(run) && !validRun(run) {
 			return -1
-		case c < 0x80:
-			i++
+		}
+		i += len(run)
+		if bs < 0 {
+			return i + 1 // b[i] is the closing quote
+		}
+		s.escaped = true
+		if i+1 >= len(b) {
+			return -1
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			r, ok := hex4(b, i+2)
+			if !ok || r >= 0xD800 && r <= 0xDFFF {
+				return -1 // surrogates (paired or not): the reference decides
+			}
+			i += 6
 		default:
-			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n <= 1 {
-				return -1
-			}
-			i += n
+			return -1
 		}
 	}
 }

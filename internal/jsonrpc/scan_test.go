@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"encoding/binary"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,37 +149,36 @@ func FuzzFastMembers(f *testing.F) {
 	})
 }
 
-// FuzzPlain8 checks the SWAR test against a byte loop.
-func FuzzPlain8(f *testing.F) {
-	f.Add(uint64(0))
-	f.Add(binary.LittleEndian.Uint64([]byte(`abcdefgh`)))
-	f.Add(binary.LittleEndian.Uint64([]byte("abc\"\\\x1f\x7f\x80")))
-	f.Add(binary.LittleEndian.Uint64([]byte(`       !`)))
-	f.Fuzz(func(t *testing.T, x uint64) {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], x)
+// FuzzPlainRun checks the word-at-a-time test against a byte loop.
+func FuzzPlainRun(f *testing.F) {
+	for _, s := range []string{"", "abcdefgh", "abcdefghijklmnopq", "abc\"\\\x1f\x7f\x80", "       !", "\x00aaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaa\xff", "aaaaaaa\x1f"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
 		want := true
 		for _, c := range b {
-			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			if c < 0x20 || c >= 0x80 {
 				want = false
 			}
 		}
-		if got := plain8(x); got != want {
-			t.Fatalf("plain8(%q) = %v, want %v", b, got, want)
+		if got := plainRun(b); got != want {
+			t.Fatalf("plainRun(%q) = %v, want %v", b, got, want)
 		}
 	})
 }
 
-// TestPlain8Exhaustive checks plain8 for every byte value in every
-// position, around plain neighbours.
-func TestPlain8Exhaustive(t *testing.T) {
-	for pos := 0; pos < 8; pos++ {
-		for c := 0; c < 256; c++ {
-			b := []byte("aaaaaaaa")
-			b[pos] = byte(c)
-			want := !(c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
-			if got := plain8(binary.LittleEndian.Uint64(b)); got != want {
-				t.Fatalf("plain8(%q) = %v, want %v", b, got, want)
+// TestPlainRunExhaustive checks plainRun for every byte value in every
+// position of a word, around plain neighbours.
+func TestPlainRunExhaustive(t *testing.T) {
+	for n := 1; n <= 17; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				want := c >= 0x20 && c < 0x80
+				if got := plainRun(b); got != want {
+					t.Fatalf("plainRun(%q) = %v, want %v", b, got, want)
+				}
 			}
 		}
 	}

@@ -184,15 +184,27 @@ func (l *Log) Path() string { return l.path }
 // wrapping the cause; a write that failed part-way may have left a partial
 // line, which a verifier rejects.
 func (l *Log) Emit(eventType string, data any) (Event, error) {
+	ev, err := l.Encode(eventType, data)
+	if err != nil {
+		return Event{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.write(ev.Bytes); err != nil {
+		return Event{}, fmt.Errorf("decision log: write %s event to %s: %w", eventType, l.path, err)
+	}
+	return ev, nil
+}
+
+// Encode builds the event Emit would write (a new id, the current time)
+// without writing it: its Bytes are one compact line ending in LF, for
+// WriteEvents. It returns an error when eventType is empty or data cannot
+// be marshalled.
+func (l *Log) Encode(eventType string, data any) (Event, error) {
 	if eventType == "" {
 		return Event{}, errors.New("decision log: empty event type")
 	}
 	id := uuid.NewString()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return Event{}, fmt.Errorf("decision log: emit %s to %s: %w", eventType, l.path, os.ErrClosed)
-	}
 	t := l.now().UTC()
 	var b []byte
 	if d, ok := data.(appender); ok {
@@ -221,14 +233,35 @@ func (l *Log) Emit(eventType string, data any) (Event, error) {
 		}
 		b = buf.Bytes()
 	}
+	return Event{ID: id, Type: eventType, Bytes: b}, nil
+}
+
+// WriteEvents appends events, the concatenated Bytes of events from
+// Encode, with one write(2): a group of decisions taken together costs one
+// system call. It returns how many bytes were written: on error, the
+// events wholly within the first n bytes are in the log and the rest are
+// not (the one cut part-way leaves a partial line, which a verifier
+// rejects). The error wraps os.ErrClosed after Close, else the write's.
+func (l *Log) WriteEvents(events []byte) (n int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err = l.write(events)
+	if err != nil {
+		return n, fmt.Errorf("decision log: write %d bytes of events to %s: %w", len(events), l.path, err)
+	}
+	return n, nil
+}
+
+// write writes b to the file (l.mu held).
+func (l *Log) write(b []byte) (int, error) {
+	if l.f == nil {
+		return 0, os.ErrClosed
+	}
 	n, err := l.f.Write(b)
 	if err == nil && n != len(b) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
 	}
-	if err != nil {
-		return Event{}, fmt.Errorf("decision log: write %s event to %s: %w", eventType, l.path, err)
-	}
-	return Event{ID: id, Type: eventType, Bytes: b}, nil
+	return n, err
 }
 
 // Close closes the log. Emit after Close returns an error wrapping

@@ -39,7 +39,13 @@ func (s *Session) handleClient(frame []byte) error {
 			return nil
 		}
 		if s.toServerQ == nil {
-			return s.sendServer(frame)
+			// notifications/cancelled and notifications/progress never
+			// wait behind the calls of the outbox (a cancelled call there
+			// is then not forwarded).
+			if m.Kind == jsonrpc.KindNotification && (m.Method == mcp.MethodCancelled || m.Method == mcp.MethodProgress) {
+				return s.sendServer(frame)
+			}
+			return s.forwardClient(frame)
 		}
 		// Evidence on: frames keep their order through the queue, except
 		// notifications/cancelled and notifications/progress, which go at

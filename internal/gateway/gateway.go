@@ -108,11 +108,15 @@ type Session struct {
 	// With Evidence on, frames go through these ordered queues (see
 	// queue); nil otherwise.
 	toServerQ, toClientQ *queue
-	opened               atomic.Bool
-	privSeq              atomic.Uint64
-	privNonce            string
-	catalog              *catalog
-	stats                Stats
+	// ob gathers a burst's decision events into one write (outbox.go);
+	// nil unless there is a decision log and neither Evidence nor
+	// receipts. Only the client relay loop uses it.
+	ob        *outbox
+	opened    atomic.Bool
+	privSeq   atomic.Uint64
+	privNonce string
+	catalog   *catalog
+	stats     Stats
 }
 
 type pending struct {
@@ -157,6 +161,9 @@ func New(cfg Config, toServer, toClient io.Writer) *Session {
 		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		catalog:    newCatalog(),
 	}
+	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
+		sess.ob = &outbox{}
+	}
 	if cfg.Evidence != nil {
 		sess.toServerQ = newQueue(sess.toServer, sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
 		sess.toClientQ = newQueue(sess.toClient, sess.sendClient, sess.sendClient, func(err error) { sess.log.Error("relay to client failed", "err", err) })
@@ -186,7 +193,7 @@ func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
 	// is reported done and the queue closes (deferred calls run last-in
 	// first-out).
 	defer s.held.Wait()
-	return s.relay(ctx, r, "client", s.toServer, s.handleClient, s.clientOversized)
+	return s.relay(ctx, r, "client", s.toServer, s.handleClient, s.clientOversized, s.ob)
 }
 
 // RunServer relays frames from the server until r ends. It returns nil at
@@ -199,7 +206,7 @@ func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 		// the server side is reported done.
 		defer s.toClientQ.close()
 	}
-	return s.relay(ctx, r, "server", s.toClient, s.handleServer, s.serverOversized)
+	return s.relay(ctx, r, "server", s.toClient, s.handleServer, s.serverOversized, nil)
 }
 
 // relay is the loop of one direction: read a frame from r, hand it to
@@ -213,11 +220,21 @@ func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 // can block on reading, so nothing handled waits for more input. Without
 // Evidence no handler blocks (catalog fetches run on their own
 // goroutines); with Evidence the loop does not hold at all.
-func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire.Writer, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error) (err error) {
+//
+// ob is the client loop's outbox (nil for the server loop, or when there is
+// none): it is active while the loop holds dst, and flushed before every
+// release.
+func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire.Writer, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error, ob *outbox) (err error) {
 	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
 	holding := false
 	defer func() {
 		if holding {
+			if ob != nil {
+				ob.active = false
+				if ferr := s.flushOutbox(); ferr != nil && err == nil {
+					err = ferr
+				}
+			}
 			if rerr := dst.Release(); rerr != nil && err == nil {
 				err = fmt.Errorf("%w: %w", ErrFatal, rerr)
 			}
@@ -229,6 +246,12 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 		}
 		if holding && !rd.HasFrame() {
 			holding = false
+			if ob != nil {
+				ob.active = false
+				if err := s.flushOutbox(); err != nil {
+					return err
+				}
+			}
 			if err := dst.Release(); err != nil {
 				return fmt.Errorf("%w: %w", ErrFatal, err)
 			}
@@ -254,6 +277,9 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 		if !holding && s.cfg.Evidence == nil && rd.HasFrame() {
 			dst.Hold()
 			holding = true
+			if ob != nil {
+				ob.active = true
+			}
 		}
 		big := len(frame) >= bigFrame
 		if err := handle(frame); err != nil {
@@ -296,7 +322,7 @@ func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error
 		s.toServerQ.push(frame, ready)
 		return nil
 	}
-	return s.sendServer(frame)
+	return s.forwardClient(frame)
 }
 
 // relayToClient forwards a server frame: through the ordered queue when

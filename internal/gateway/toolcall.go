@@ -253,16 +253,29 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	}
 	code := CodeDenied
 	eventID := ""
-	if s.cfg.Log != nil {
+	// notRecorded refuses an allowed call whose decision or evidence could
+	// not be recorded, unless the policy says fail_open.
+	notRecorded := func() {
+		if allowed && s.settings.OnLogFailure != "fail_open" {
+			allowed = false
+			code = CodeNotRecorded
+			d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
+		}
+	}
+	// staged is the event of a call that waits in the client loop's
+	// outbox for the burst's one write to the decision log.
+	var staged []byte
+	if s.cfg.Log != nil && async && line != nil && s.ob.stageable(len(line)) {
+		if ev, err := s.cfg.Log.Encode(decisionlog.TypeToolDecision, data); err == nil {
+			staged, eventID = ev.Bytes, ev.ID
+		}
+	}
+	if s.cfg.Log != nil && staged == nil {
 		ev, err := s.cfg.Log.Emit(decisionlog.TypeToolDecision, data)
 		eventID = ev.ID
 		if err != nil {
 			s.log.Error("decision log write failed", "err", err)
-			if allowed && s.settings.OnLogFailure != "fail_open" {
-				allowed = false
-				code = CodeNotRecorded
-				d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
-			}
+			notRecorded()
 		}
 		if s.cfg.Receipts != nil {
 			// Called for every decision: a failed emit (zero ev) or a
@@ -270,7 +283,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 			// marks the capture incomplete (request-receipts.md §4).
 			s.cfg.Receipts.Record(line, ev, m.ID.Present(), rpcRaw)
 		}
-	} else {
+	} else if s.cfg.Log == nil {
 		s.log.Info("tools/call decision", "tool", p.name, "decision", d.Action, "rule", d.Rule, "tool_call_id", tcID)
 	}
 
@@ -281,11 +294,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	finish := func(call *Call, evErr error) (bool, []byte) {
 		if evErr != nil {
 			s.log.Error("evidence write failed", "err", evErr)
-			if allowed && s.settings.OnLogFailure != "fail_open" {
-				allowed = false
-				code = CodeNotRecorded
-				d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
-			}
+			notRecorded()
 		}
 		if allowed {
 			if s.cancelled(id, slot) {
@@ -307,6 +316,18 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		return false, s.denyFrame(id, code, d.Rule, d.Reason)
 	}
 	if s.cfg.Evidence == nil {
+		if staged != nil {
+			// Finished after the burst's events are written (outbox.go);
+			// the id is copied, the reader reuses its buffer.
+			id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
+			s.ob.stage(line, staged, func(logErr error) (bool, []byte) {
+				if logErr != nil {
+					notRecorded()
+				}
+				return finish(nil, nil)
+			})
+			return false, nil
+		}
 		return finish(nil, nil)
 	}
 	call := &Call{

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -88,6 +89,30 @@ server; decisions go to the decision log.`,
 	return cmd
 }
 
+// The garbage collector settings of a wrap process (runtime/debug), unless
+// the environment sets GOGC or GOMEMLIMIT itself. Between frames the
+// gateway's live heap is a few MiB, so with the default GOGC=100 it
+// collects after every few MiB of per-call garbage, which cost a fifth of
+// its CPU at 64 calls in flight (a third with the ledger on). GOGC=400
+// collects a quarter as often; the soft memory limit (Go-managed memory, in
+// bytes) makes it collect sooner when the heap nears it, so that the peak
+// stays bounded when the live heap is large (a 16 MiB frame).
+const (
+	wrapGCPercent   = 400
+	wrapMemoryLimit = 48 << 20
+)
+
+// tuneGC applies wrapGCPercent and wrapMemoryLimit where the environment
+// does not set GOGC or GOMEMLIMIT.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(wrapGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(wrapMemoryLimit)
+	}
+}
+
 // configError marks a configuration refused before the server is spawned.
 func configError(format string, a ...any) error {
 	return &exitError{code: stdio.ExitConfig, err: fmt.Errorf(format, a...)}
@@ -106,6 +131,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	// per tools/call: draw their randomness from crypto/rand in blocks
 	// rather than with a getrandom call each.
 	uuid.EnableRandPool()
+	tuneGC()
 
 	// Everything that can be checked before the server starts is checked
 	// here; a refused configuration never spawns it.

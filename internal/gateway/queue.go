@@ -20,8 +20,10 @@ type queue struct {
 }
 
 type queueItem struct {
-	frame []byte // owned by the queue
+	frame []byte // owned by the queue, or the caller's until done is closed
 	ready func() (forward bool, reply []byte)
+	// done, when set, is closed once the item is finished (pushWait).
+	done chan struct{}
 }
 
 // queueDepth bounds the items waiting; a full queue makes the relay loop
@@ -58,14 +60,14 @@ func newQueue(dst *wire.Writer, send func([]byte) error, reply func([]byte) erro
 			onErr(err)
 			release() // nothing more goes out through this queue
 		}
-		for it := range q.items {
+		finish := func(it queueItem) {
 			fwd, answer := true, []byte(nil)
 			if it.ready != nil {
 				release() // flush what is ready before waiting
 				fwd, answer = it.ready()
 			}
 			if failed {
-				continue // drain: the destination is gone
+				return // drain: the destination is gone
 			}
 			if !holding && len(q.items) > 0 {
 				dst.Hold()
@@ -74,26 +76,41 @@ func newQueue(dst *wire.Writer, send func([]byte) error, reply func([]byte) erro
 			if answer != nil {
 				if err := reply(answer); err != nil {
 					fail(err)
-					continue
+					return
 				}
 			}
 			if fwd {
 				if err := send(it.frame); err != nil {
 					fail(err)
-					continue
+					return
 				}
 			}
-			if len(q.items) == 0 {
-				release()
+			if len(q.items) == 0 || it.done != nil {
+				release() // a waiting caller's frame has left
+			}
+		}
+		for it := range q.items {
+			finish(it)
+			if it.done != nil {
+				close(it.done)
 			}
 		}
 	}()
 	return q
 }
 
-// push enqueues a frame (copied) and its readiness.
+// push enqueues a frame and its readiness. A frame smaller than bigFrame
+// is copied and push returns at once; a bigger one is not copied (it may be
+// 16 MiB), and push returns only when the frame has been sent or dropped,
+// so that the caller's buffer stays valid until then.
 func (q *queue) push(frame []byte, ready func() (bool, []byte)) {
-	q.items <- queueItem{frame: append([]byte(nil), frame...), ready: ready}
+	if len(frame) < bigFrame {
+		q.items <- queueItem{frame: append([]byte(nil), frame...), ready: ready}
+		return
+	}
+	done := make(chan struct{})
+	q.items <- queueItem{frame: frame, ready: ready, done: done}
+	<-done
 }
 
 // close sends what is queued and stops the queue; it returns when done.

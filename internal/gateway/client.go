@@ -45,7 +45,17 @@ func (s *Session) handleClient(frame []byte) error {
 			if m.Kind == jsonrpc.KindNotification && (m.Method == mcp.MethodCancelled || m.Method == mcp.MethodProgress) {
 				return s.sendServer(frame)
 			}
-			return s.forwardClient(frame)
+			var ready func(error) (bool, []byte)
+			if m.Kind == jsonrpc.KindRequest {
+				// Should it wait in the outbox, a request the client
+				// cancels meanwhile is not forwarded.
+				id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
+				s.mu.Lock()
+				slot := s.pendingC2S[id.Key()]
+				s.mu.Unlock()
+				ready = func(error) (bool, []byte) { return !s.cancelled(id, slot), nil }
+			}
+			return s.forwardClient(frame, ready)
 		}
 		// Evidence on: frames keep their order through the queue, except
 		// notifications/cancelled and notifications/progress, which go at
@@ -209,13 +219,13 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 			if err != nil {
 				return
 			}
-			if err := s.relayBatch(held, &hm); err != nil {
+			if err := s.relayBatch(held, &hm, false); err != nil {
 				s.log.Error("relaying a batch failed", "err", err)
 			}
 		}()
 		return nil
 	}
-	return s.relayBatch(frame, m)
+	return s.relayBatch(frame, m, true)
 }
 
 // batchNeedsRefresh reports whether a member of batch m is a tools/call for
@@ -236,8 +246,10 @@ func (s *Session) batchNeedsRefresh(m *jsonrpc.Message) bool {
 }
 
 // relayBatch decides every member of batch m in order and forwards what is
-// allowed, answering the rest.
-func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message) error {
+// allowed, answering the rest. loop is true on the client relay loop, false
+// on the goroutine of a batch held for a catalog fetch (which must not use
+// the loop's outbox).
+func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message, loop bool) error {
 	var keep [][]byte
 	var replies [][]byte
 	for i := range m.Members {
@@ -258,13 +270,17 @@ func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message) error {
 			return err
 		}
 	}
+	send := s.relayToServer
+	if !loop && s.toServerQ == nil {
+		send = func(f []byte, _ func() (bool, []byte)) error { return s.deliverHeld(f, true, nil) }
+	}
 	switch {
 	case len(keep) == len(m.Members):
-		return s.relayToServer(frame, nil)
+		return send(frame, nil)
 	case len(keep) == 0:
 		return nil
 	}
-	return s.relayToServer(joinBatch(keep), nil)
+	return send(joinBatch(keep), nil)
 }
 
 // joinBatch builds a batch frame from members' original bytes:

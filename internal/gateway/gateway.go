@@ -230,8 +230,7 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 	defer func() {
 		if holding {
 			if ob != nil {
-				ob.active = false
-				if ferr := s.flushOutbox(); ferr != nil && err == nil {
+				if ferr := s.setActive(false); ferr != nil && err == nil {
 					err = ferr
 				}
 			}
@@ -247,8 +246,7 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 		if holding && !rd.HasFrame() {
 			holding = false
 			if ob != nil {
-				ob.active = false
-				if err := s.flushOutbox(); err != nil {
+				if err := s.setActive(false); err != nil {
 					return err
 				}
 			}
@@ -278,7 +276,7 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 			dst.Hold()
 			holding = true
 			if ob != nil {
-				ob.active = true
+				_ = s.setActive(true)
 			}
 		}
 		big := len(frame) >= bigFrame
@@ -322,7 +320,7 @@ func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error
 		s.toServerQ.push(frame, ready)
 		return nil
 	}
-	return s.forwardClient(frame)
+	return s.forwardClient(frame, nil)
 }
 
 // relayToClient forwards a server frame: through the ordered queue when

@@ -1,5 +1,7 @@
 package gateway
 
+import "sync"
+
 // outbox serves the client relay loop while it reads a burst of frames (more
 // whole frames already buffered; wire.Writer.Hold is on for the server): the
 // decision events of the burst's tools/calls are gathered and written to the
@@ -11,10 +13,14 @@ package gateway
 //
 // It is used only with a decision log and neither Evidence (whose ordered
 // queue already orders frames behind durable writes) nor request receipts
-// (which bind each event as it is written), and only by the client relay
-// loop's goroutine: calls held for a catalog fetch write their events
-// themselves.
+// (which bind each event as it is written). Only the client relay loop
+// stages calls; calls and batches held for a catalog fetch write their
+// events themselves, and their frames join the outbox behind what waits
+// there (deliverHeld), so that nothing overtakes a frame the client sent
+// earlier.
 type outbox struct {
+	// mu orders the loop's staging and flushing against held deliveries.
+	mu sync.Mutex
 	// events are the encoded decision events waiting for their write.
 	events []byte
 	// frames are copies of the waiting frames, items' bytes in order.
@@ -43,16 +49,17 @@ const (
 	maxStagedBytes = 1 << 20
 )
 
-// stageable reports whether a frame of n bytes may wait in the outbox.
+// stageable reports whether a frame of n bytes may wait in the outbox (mu
+// held).
 func (o *outbox) stageable(n int) bool {
-	return o != nil && o.active && n <= maxStagedFrame && len(o.frames)+n <= maxStagedBytes
+	return o.active && n <= maxStagedFrame && len(o.frames)+n <= maxStagedBytes
 }
 
-// pending reports whether anything waits.
-func (o *outbox) pending() bool { return o != nil && len(o.items) > 0 }
+// pending reports whether anything waits (mu held).
+func (o *outbox) pending() bool { return len(o.items) > 0 }
 
 // stage adds a frame (copied), its encoded event (nil for none) and how to
-// finish it.
+// finish it (mu held).
 func (o *outbox) stage(frame, event []byte, ready func(error) (bool, []byte)) {
 	it := outboxItem{start: len(o.frames), ready: ready}
 	o.frames = append(o.frames, frame...)
@@ -64,26 +71,106 @@ func (o *outbox) stage(frame, event []byte, ready func(error) (bool, []byte)) {
 	o.items = append(o.items, it)
 }
 
+// stageCall stages a tools/call of the client loop with its encoded event;
+// false when the outbox is not active or the frame too big (the caller
+// then writes the event and finishes the call itself).
+func (s *Session) stageCall(frame, event []byte, ready func(error) (bool, []byte)) bool {
+	o := s.ob
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stageable(len(frame)) {
+		return false
+	}
+	o.stage(frame, event, ready)
+	return true
+}
+
+// stagingCalls reports whether a tools/call of n bytes read now by the
+// client loop would be staged.
+func (s *Session) stagingCalls(n int) bool {
+	o := s.ob
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stageable(n)
+}
+
+// setActive marks the start (true) or the end (false) of a burst of the
+// client loop; the end flushes the outbox.
+func (s *Session) setActive(active bool) error {
+	o := s.ob
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.active = active
+	if active {
+		return nil
+	}
+	return s.flushLocked()
+}
+
 // forwardClient sends a frame from the client loop to the server, behind
-// the frames waiting in the outbox when there are any.
-func (s *Session) forwardClient(frame []byte) error {
-	if s.ob.pending() {
-		if s.ob.stageable(len(frame)) {
-			s.ob.stage(frame, nil, nil)
+// the frames waiting in the outbox when there are any. ready, when not
+// nil, decides at that time whether it still goes (a request the client
+// cancelled meanwhile does not).
+func (s *Session) forwardClient(frame []byte, ready func(error) (bool, []byte)) error {
+	o := s.ob
+	if o == nil {
+		return s.sendServer(frame)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending() {
+		if o.stageable(len(frame)) {
+			o.stage(frame, nil, ready)
 			return nil
 		}
-		if err := s.flushOutbox(); err != nil {
+		if err := s.flushLocked(); err != nil {
 			return err
 		}
 	}
 	return s.sendServer(frame)
 }
 
-// flushOutbox writes the waiting events with one write, then finishes the
-// waiting items in order: answers to the client, frames to the server. It
-// returns the first error of those sends (wrapping ErrFatal); the items
-// after it are finished all the same, so that none keeps its pending slot.
-func (s *Session) flushOutbox() (ferr error) {
+// deliverHeld sends what a held call or batch decided (from its own
+// goroutine): behind the frames waiting in the outbox, if any. The frame
+// is the goroutine's own copy.
+func (s *Session) deliverHeld(frame []byte, forward bool, reply []byte) error {
+	o := s.ob
+	if o != nil {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.active || o.pending() {
+			if len(frame) <= maxStagedFrame && len(o.frames)+len(frame) <= maxStagedBytes {
+				o.stage(frame, nil, func(error) (bool, []byte) { return forward, reply })
+				return nil
+			}
+			if err := s.flushLocked(); err != nil {
+				return err
+			}
+		}
+	}
+	if reply != nil {
+		if err := s.sendClient(reply); err != nil {
+			return err
+		}
+	}
+	if forward {
+		return s.sendServer(frame)
+	}
+	return nil
+}
+
+// flushLocked writes the waiting events with one write, then finishes the
+// waiting items in order: answers to the client, frames to the server (mu
+// held). It returns the first error of those sends (wrapping ErrFatal);
+// the items after it are finished all the same, so that none keeps its
+// pending slot.
+func (s *Session) flushLocked() (ferr error) {
 	o := s.ob
 	if !o.pending() {
 		return nil

@@ -265,7 +265,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	// staged is the event of a call that waits in the client loop's
 	// outbox for the burst's one write to the decision log.
 	var staged []byte
-	if s.cfg.Log != nil && async && line != nil && s.ob.stageable(len(line)) {
+	if s.cfg.Log != nil && async && line != nil && s.stagingCalls(len(line)) {
 		if ev, err := s.cfg.Log.Encode(decisionlog.TypeToolDecision, data); err == nil {
 			staged, eventID = ev.Bytes, ev.ID
 		}
@@ -319,14 +319,23 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		if staged != nil {
 			// Finished after the burst's events are written (outbox.go);
 			// the id is copied, the reader reuses its buffer.
+			mid := id
 			id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
-			s.ob.stage(line, staged, func(logErr error) (bool, []byte) {
+			if s.stageCall(line, staged, func(logErr error) (bool, []byte) {
 				if logErr != nil {
 					notRecorded()
 				}
 				return finish(nil, nil)
-			})
-			return false, nil
+			}) {
+				return false, nil
+			}
+			// The outbox filled up meanwhile (held frames joined it):
+			// the event is written now, alone.
+			id = mid
+			if _, err := s.cfg.Log.WriteEvents(staged); err != nil {
+				s.log.Error("decision log write failed", "err", err)
+				notRecorded()
+			}
 		}
 		return finish(nil, nil)
 	}
@@ -362,17 +371,11 @@ func copyRaw(b []byte) []byte {
 }
 
 // deliver sends a decided call's answer to the client and/or its frame to
-// the server, from a goroutine other than the relay loops.
+// the server, from a goroutine other than the relay loops (a held call):
+// behind what waits in the client loop's outbox, if anything does.
 func (s *Session) deliver(frame []byte, forward bool, reply []byte) {
-	if reply != nil {
-		if err := s.sendClient(reply); err != nil {
-			s.log.Error("answer to client failed", "err", err)
-		}
-	}
-	if forward {
-		if err := s.sendServer(frame); err != nil {
-			s.log.Error("forward to server failed", "err", err)
-		}
+	if err := s.deliverHeld(frame, forward, reply); err != nil {
+		s.log.Error("delivering a held call failed", "err", err)
 	}
 }
 

@@ -137,14 +137,21 @@ func (s *scanner) str(i int) int {
 	b := s.b
 	s.escaped = false
 	i++
+	// quote is the next '"' at or after i: searched again only once an
+	// escape has moved i past it, so that a string of many escapes costs
+	// one pass, not one pass per escape.
+	quote := -1
 	for {
 		// The run up to the next quote or backslash, found with the
 		// vectorized IndexByte, then checked in one pass.
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return -1
+		if quote < i {
+			q := bytes.IndexByte(b[i:], '"')
+			if q < 0 {
+				return -1
+			}
+			quote = i + q
 		}
-		run := b[i : i+q]
+		run := b[i:quote]
 		bs := bytes.IndexByte(run, '\\')
 		if bs >= 0 {
 			run = run[:bs]

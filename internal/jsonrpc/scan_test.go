@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fastSeeds are frames for the differential fuzz targets: the common
@@ -202,4 +203,33 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestManyEscapesLinear: a string of many escapes is read in one pass. The
+// search for the closing quote once started again after every escape, so
+// that a 4 MiB string of "\n" took minutes (a frame could stall its relay
+// loop); read in one pass it takes milliseconds. The minute allowed here is
+// a bound on the complexity, thousands of times the linear time.
+func TestManyEscapesLinear(t *testing.T) {
+	s := strings.Repeat(`\n`, 2<<20)
+	frame := []byte(`{"jsonrpc":"2.0","method":"notifications/x","params":{"s":"` + s + `","t":"` + strings.Repeat(`a\"`, 1<<20) + `"}}` + "\n")
+	done := make(chan error, 1)
+	go func() {
+		m, err := Parse(frame)
+		if err == nil {
+			err = ObjectMembers(m.Params, func(string, []byte) {})
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a frame of 3 MiB of escapes was not read within a minute")
+	}
+	if _, ok := parseFast(Body(frame)); !ok {
+		t.Fatal("the fast path declined a valid frame of escapes")
+	}
 }

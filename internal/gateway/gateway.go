@@ -245,13 +245,17 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 		}
 		if holding && !rd.HasFrame() {
 			holding = false
+			var ferr error
 			if ob != nil {
-				if err := s.setActive(false); err != nil {
-					return err
-				}
+				ferr = s.setActive(false)
 			}
+			// Released even when the flush failed: what it wrote to dst
+			// before the failure has its events in the log.
 			if err := dst.Release(); err != nil {
 				return fmt.Errorf("%w: %w", ErrFatal, err)
+			}
+			if ferr != nil {
+				return ferr
 			}
 		}
 		frame, err := rd.ReadFrame()

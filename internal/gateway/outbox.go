@@ -167,14 +167,16 @@ func (s *Session) deliverHeld(frame []byte, forward bool, reply []byte) error {
 
 // flushLocked writes the waiting events with one write, then finishes the
 // waiting items in order: answers to the client, frames to the server (mu
-// held). It returns the first error of those sends (wrapping ErrFatal);
-// the items after it are finished all the same, so that none keeps its
-// pending slot.
+// held). It returns the first error of those sends (wrapping ErrFatal).
+// An answer the client cannot take does not stop the frames to the server
+// (their events say they were forwarded); after a failed send to the
+// server nothing more is sent there, and the session ends.
 func (s *Session) flushLocked() (ferr error) {
 	o := s.ob
 	if !o.pending() {
 		return nil
 	}
+	var serverErr error
 	written, err := len(o.events), error(nil)
 	if len(o.events) > 0 {
 		written, err = s.cfg.Log.WriteEvents(o.events)
@@ -196,8 +198,10 @@ func (s *Session) flushLocked() (ferr error) {
 				ferr = err
 			}
 		}
-		if fwd && ferr == nil {
-			ferr = s.sendServer(o.frames[it.start:it.end])
+		if fwd && serverErr == nil {
+			if serverErr = s.sendServer(o.frames[it.start:it.end]); serverErr != nil && ferr == nil {
+				ferr = serverErr
+			}
 		}
 	}
 	clear(o.items) // drop the closures

@@ -25,11 +25,14 @@ func Canonical(raw []byte) ([]byte, error) { return jcs.Canonical(raw) }
 // the SHA-256 digest of Canonical(raw) (evidence.md §3). Its errors are
 // those of [Canonical].
 func Hash(raw []byte) (string, error) {
-	c, err := Canonical(raw)
-	if err != nil {
+	h := sha256.New()
+	// Streamed into the digest: a large value that is not canonical is not
+	// also copied (jcs.WriteCanonical).
+	if err := jcs.WriteCanonical(h, raw); err != nil {
 		return "", err
 	}
-	return hashBytes(c), nil
+	var sum [sha256.Size]byte
+	return HashPrefix + hex.EncodeToString(h.Sum(sum[:0])), nil
 }
 
 // hashBytes returns the "sha256:<hex>" form of b's digest.

@@ -196,8 +196,31 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		if ferr == nil && Check(fast) != nil {
 			t.Fatalf("Canonical(%q) = %q, which Check rejects: %v", b, fast, Check(fast))
 		}
+		var w bytes.Buffer
+		werr := WriteCanonical(&w, b)
+		if errClass(werr) != errClass(ferr) || (ferr == nil && !bytes.Equal(w.Bytes(), fast)) {
+			t.Fatalf("WriteCanonical(%q) wrote %q, %v; Canonical %q, %v", b, w.Bytes(), werr, fast, ferr)
+		}
+		if !bytes.Equal(b, orig) {
+			t.Fatalf("WriteCanonical modified its input")
+		}
 	})
 }
+
+// TestWriteCanonicalWriterError: a failing writer's error is returned, on
+// both paths (already canonical, and re-encoded).
+func TestWriteCanonicalWriterError(t *testing.T) {
+	boom := errors.New("boom")
+	for _, in := range []string{`{"a":1}`, `{"b":1,"a":[1.0,2]}`} {
+		if err := WriteCanonical(failWriter{boom}, []byte(in)); !errors.Is(err, boom) {
+			t.Errorf("WriteCanonical(%s) to a failing writer = %v, want %v", in, err, boom)
+		}
+	}
+}
+
+type failWriter struct{ err error }
+
+func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
 
 // Check agrees with jsontext's canonicalizer on every input.
 func FuzzCheck(f *testing.F) {

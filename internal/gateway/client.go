@@ -272,7 +272,7 @@ func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message, loop bool) error 
 	}
 	send := s.relayToServer
 	if !loop && s.toServerQ == nil {
-		send = func(f []byte, _ func() (bool, []byte)) error { return s.deliverHeld(f, true, nil) }
+		send = func(f []byte, _ func() (bool, []byte)) error { return s.deliverHeld(f, true, nil, nil) }
 	}
 	switch {
 	case len(keep) == len(m.Members):

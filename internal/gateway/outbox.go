@@ -1,6 +1,9 @@
 package gateway
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // outbox serves the client relay loop while it reads a burst of frames (more
 // whole frames already buffered; wire.Writer.Hold is on for the server): the
@@ -110,7 +113,7 @@ func (s *Session) setActive(active bool) error {
 	if active {
 		return nil
 	}
-	return s.flushLocked()
+	return errors.Join(s.flushLocked())
 }
 
 // forwardClient sends a frame from the client loop to the server, behind
@@ -124,59 +127,69 @@ func (s *Session) forwardClient(frame []byte, ready func(error) (bool, []byte)) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.pending() {
-		if o.stageable(len(frame)) {
-			o.stage(frame, nil, ready)
-			return nil
-		}
-		if err := s.flushLocked(); err != nil {
-			return err
-		}
+	if !o.pending() {
+		return s.sendServer(frame)
 	}
-	return s.sendServer(frame)
+	if o.stageable(len(frame)) {
+		o.stage(frame, nil, ready)
+		return nil
+	}
+	// Too big to wait here: what waits goes first, then the frame (unless
+	// the server can no longer be written to; an answer the client could
+	// not take does not keep it from the server).
+	serverErr, clientErr := s.flushLocked()
+	if serverErr != nil {
+		return serverErr
+	}
+	return errors.Join(s.sendServer(frame), clientErr)
 }
 
 // deliverHeld sends what a held call or batch decided (from its own
 // goroutine): behind the frames waiting in the outbox, if any. The frame
-// is the goroutine's own copy.
-func (s *Session) deliverHeld(frame []byte, forward bool, reply []byte) error {
+// is the goroutine's own copy. wanted, when not nil, is asked again when
+// the frame leaves the outbox: a request the client cancelled meanwhile
+// (its notifications/cancelled goes to the server at once) is not sent.
+func (s *Session) deliverHeld(frame []byte, forward bool, reply []byte, wanted func() bool) error {
+	var errs []error
 	o := s.ob
 	if o != nil {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if o.active || o.pending() {
 			if len(frame) <= maxStagedFrame && len(o.frames)+len(frame) <= maxStagedBytes {
-				o.stage(frame, nil, func(error) (bool, []byte) { return forward, reply })
+				o.stage(frame, nil, func(error) (bool, []byte) {
+					return forward && (wanted == nil || wanted()), reply
+				})
 				return nil
 			}
-			if err := s.flushLocked(); err != nil {
-				return err
+			serverErr, clientErr := s.flushLocked()
+			if serverErr != nil {
+				return serverErr
 			}
+			errs = append(errs, clientErr)
 		}
 	}
 	if reply != nil {
-		if err := s.sendClient(reply); err != nil {
-			return err
-		}
+		errs = append(errs, s.sendClient(reply))
 	}
 	if forward {
-		return s.sendServer(frame)
+		errs = append(errs, s.sendServer(frame))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // flushLocked writes the waiting events with one write, then finishes the
 // waiting items in order: answers to the client, frames to the server (mu
-// held). It returns the first error of those sends (wrapping ErrFatal).
-// An answer the client cannot take does not stop the frames to the server
-// (their events say they were forwarded); after a failed send to the
-// server nothing more is sent there, and the session ends.
-func (s *Session) flushLocked() (ferr error) {
+// held). It returns the first error of the sends to the server and of
+// those to the client (both wrap ErrFatal). An answer the client cannot
+// take does not stop the frames to the server (their events say they were
+// forwarded); after a failed send to the server nothing more is sent
+// there, and the session ends.
+func (s *Session) flushLocked() (serverErr, clientErr error) {
 	o := s.ob
 	if !o.pending() {
-		return nil
+		return nil, nil
 	}
-	var serverErr error
 	written, err := len(o.events), error(nil)
 	if len(o.events) > 0 {
 		written, err = s.cfg.Log.WriteEvents(o.events)
@@ -194,14 +207,12 @@ func (s *Session) flushLocked() (ferr error) {
 			fwd, reply = it.ready(logErr)
 		}
 		if reply != nil {
-			if err := s.sendClient(reply); err != nil && ferr == nil {
-				ferr = err
+			if err := s.sendClient(reply); err != nil && clientErr == nil {
+				clientErr = err
 			}
 		}
 		if fwd && serverErr == nil {
-			if serverErr = s.sendServer(o.frames[it.start:it.end]); serverErr != nil && ferr == nil {
-				ferr = serverErr
-			}
+			serverErr = s.sendServer(o.frames[it.start:it.end])
 		}
 	}
 	clear(o.items) // drop the closures
@@ -209,5 +220,5 @@ func (s *Session) flushLocked() (ferr error) {
 	if cap(o.frames) > maxStagedBytes*2 {
 		o.frames = nil
 	}
-	return ferr
+	return serverErr, clientErr
 }

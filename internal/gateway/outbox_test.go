@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,18 +85,28 @@ func TestOutboxForwardsWhenTheClientIsGone(t *testing.T) {
 	}
 }
 
-// TestOutboxHeldCallKeepsClientOrder: a call held for a catalog fetch (an
-// unknown tool) that is decided while an earlier call of its burst still
-// waits in the outbox goes to the server after it, as the client sent them
-// (it once went straight to the server, ahead of the earlier call).
-func TestOutboxHeldCallKeepsClientOrder(t *testing.T) {
+// gatedRig is a session whose server holds its answers to tools/list until
+// gate is closed, whose catalog knows only "read", and whose client does
+// not read what the gateway writes until the test does.
+type gatedRig struct {
+	t       *testing.T
+	cw      *io.PipeWriter // client -> gateway
+	gr      *io.PipeReader // gateway -> client, read by the test
+	logPath string
+	gate    chan struct{}
+	sawList chan struct{}
+	mu      sync.Mutex
+	got     []string // what the server received: the requests' ids, or notification methods
+}
+
+func newGatedRig(t *testing.T) *gatedRig {
+	t.Helper()
 	cr, cw := io.Pipe()
 	gr, gw := io.Pipe()
 	sr, sw := io.Pipe()
 	or, ow := io.Pipe()
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "d.jsonl")
-	log, err := decisionlog.Open(logPath, "gatehouse://test/x")
+	r := &gatedRig{t: t, cw: cw, gr: gr, logPath: filepath.Join(t.TempDir(), "d.jsonl"), gate: make(chan struct{}), sawList: make(chan struct{}, 4)}
+	log, err := decisionlog.Open(r.logPath, "gatehouse://test/x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,17 +118,13 @@ func TestOutboxHeldCallKeepsClientOrder(t *testing.T) {
 	t.Cleanup(func() { cancel(); cw.Close(); gr.Close(); or.Close() })
 	go func() { _ = sess.RunClient(ctx, cr); sw.Close() }()
 	go func() { _ = sess.RunServer(ctx, or) }()
-	gate := make(chan struct{})
-	sawList := make(chan struct{}, 4)
-	var mu sync.Mutex
-	var got []string
 	var wmu sync.Mutex
 	reply := func(id, result string) {
 		wmu.Lock()
 		defer wmu.Unlock()
 		io.WriteString(ow, `{"jsonrpc":"2.0","id":`+id+`,"result":`+result+"}\n")
 	}
-	go func() { // the server: its tools/list answers wait for the gate
+	go func() {
 		br := bufio.NewReader(sr)
 		for {
 			line, err := br.ReadString('\n')
@@ -125,62 +132,122 @@ func TestOutboxHeldCallKeepsClientOrder(t *testing.T) {
 				return
 			}
 			m, perr := jsonrpc.Parse([]byte(line))
-			if perr != nil || m.Kind != jsonrpc.KindRequest {
+			if perr != nil {
 				continue
 			}
-			mu.Lock()
-			got = append(got, m.ID.String())
-			mu.Unlock()
+			r.mu.Lock()
+			if m.Kind == jsonrpc.KindRequest {
+				r.got = append(r.got, m.ID.String())
+			} else {
+				r.got = append(r.got, m.Method)
+			}
+			r.mu.Unlock()
+			if m.Kind != jsonrpc.KindRequest {
+				continue
+			}
 			id := m.ID.String()
 			if m.Method == "tools/list" {
-				sawList <- struct{}{}
-				go func() { <-gate; reply(id, testTools) }()
+				r.sawList <- struct{}{}
+				go func() { <-r.gate; reply(id, testTools) }()
 				continue
 			}
 			reply(id, `{}`)
 		}
 	}()
-	// An unknown tool starts a catalog refresh that waits for the gate.
-	io.WriteString(cw, callFrame(`"u1"`, "write"))
-	<-sawList
-	// One burst: "a" (known: staged), "b" (unknown: held behind the
-	// refresh), and a frame that is not JSON: the loop's answer to it
-	// blocks, mid-burst, until the client reads.
-	go io.WriteString(cw, callFrame(`"a"`, "read")+callFrame(`"b"`, "write")+"not json\n")
-	close(gate)
-	// "b" is decided (its event written) while the loop still holds "a".
+	return r
+}
+
+// received returns what the server got so far.
+func (r *gatedRig) received() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// holdUnknown sends a call of the unknown tool "write" with id: it waits
+// for a catalog fetch that waits for the gate.
+func (r *gatedRig) holdUnknown(id string) {
+	io.WriteString(r.cw, callFrame(id, "write"))
+	<-r.sawList
+}
+
+// sendBlockedBurst sends one burst ending in a frame that is not JSON, and
+// returns once the loop has reached that frame: its answer blocks, mid-burst,
+// until the client reads (openClient).
+func (r *gatedRig) sendBlockedBurst(frames, after string) {
+	go io.WriteString(r.cw, frames+"not json\n"+after)
+	var one [1]byte
+	if _, err := io.ReadFull(r.gr, one[:]); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// waitEvent waits until the decision log has the event of rpc id.
+func (r *gatedRig) waitEvent(id string) {
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(readLog(t, logPath), `"rpc_id":"b"`) {
+	for !strings.Contains(readLog(r.t, r.logPath), `"rpc_id":`+id) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no decision for b within 5s")
+			r.t.Fatalf("no decision for %s within 5s", id)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond) // b is delivered right after its event
-	go io.Copy(io.Discard, gr)        // the client reads: the burst goes on
+	time.Sleep(20 * time.Millisecond) // delivered right after its event
+}
+
+// openClient lets the client read again: the burst goes on.
+func (r *gatedRig) openClient() { go io.Copy(io.Discard, r.gr) }
+
+// waitReceived waits until the server got want.
+func (r *gatedRig) waitReceived(want string) []string {
+	deadline := time.Now().Add(5 * time.Second)
 	for {
-		mu.Lock()
-		ia, ib := -1, -1
-		for i, id := range got {
-			switch id {
-			case `"a"`:
-				ia = i
-			case `"b"`:
-				ib = i
+		got := r.received()
+		for _, g := range got {
+			if g == want {
+				return got
 			}
-		}
-		order := append([]string(nil), got...)
-		mu.Unlock()
-		if ia >= 0 && ib >= 0 {
-			if ib < ia {
-				t.Fatalf("the client sent a, then b; the server got %q", order)
-			}
-			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the server did not get both calls within 5s: %q", order)
+			r.t.Fatalf("the server did not get %s within 5s: %q", want, got)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOutboxHeldCallKeepsClientOrder: a call held for a catalog fetch (an
+// unknown tool) that is decided while an earlier call of its burst still
+// waits in the outbox goes to the server after it, as the client sent them
+// (it once went straight to the server, ahead of the earlier call).
+func TestOutboxHeldCallKeepsClientOrder(t *testing.T) {
+	r := newGatedRig(t)
+	r.holdUnknown(`"u1"`)
+	// "a" is known (staged), "b" unknown (held behind the fetch).
+	r.sendBlockedBurst(callFrame(`"a"`, "read")+callFrame(`"b"`, "write"), "")
+	close(r.gate)
+	r.waitEvent(`"b"`) // decided while the loop still holds "a"
+	r.openClient()
+	r.waitReceived(`"a"`)
+	got := r.waitReceived(`"b"`)
+	if slices.Index(got, `"b"`) < slices.Index(got, `"a"`) {
+		t.Fatalf("the client sent a, then b; the server got %q", got)
+	}
+}
+
+// TestOutboxHeldCallCancelledInItsBurst: a held call that waits in the
+// outbox when the client cancels it (the cancel goes to the server at
+// once) is not forwarded after its own cancel.
+func TestOutboxHeldCallCancelledInItsBurst(t *testing.T) {
+	r := newGatedRig(t)
+	r.holdUnknown(`"u1"`)
+	r.sendBlockedBurst(callFrame(`"a"`, "read"), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"u1"}}`+"\n")
+	close(r.gate)
+	r.waitEvent(`"u1"`) // decided and staged behind "a"
+	r.openClient()
+	r.waitReceived("notifications/cancelled")
+	io.WriteString(r.cw, `{"jsonrpc":"2.0","id":"p","method":"ping"}`+"\n")
+	got := r.waitReceived(`"p"`)
+	if slices.Contains(got, `"u1"`) {
+		t.Fatalf("the cancelled call reached the server: %q", got)
 	}
 }
 

@@ -132,7 +132,7 @@ func (s *Session) heldToolCall(frame []byte, slot *pending) {
 	}
 	s.refreshMu.Unlock()
 	fwd, reply := s.decideToolCall(frame, &m, p, slot, false)
-	s.deliver(frame, fwd, reply)
+	s.deliver(frame, fwd, reply, func() bool { return !s.cancelled(m.ID, slot) })
 }
 
 // cancelled reports whether the client cancelled the request whose pending
@@ -372,9 +372,10 @@ func copyRaw(b []byte) []byte {
 
 // deliver sends a decided call's answer to the client and/or its frame to
 // the server, from a goroutine other than the relay loops (a held call):
-// behind what waits in the client loop's outbox, if anything does.
-func (s *Session) deliver(frame []byte, forward bool, reply []byte) {
-	if err := s.deliverHeld(frame, forward, reply); err != nil {
+// behind what waits in the client loop's outbox, if anything does, and
+// then only if wanted still says so (deliverHeld).
+func (s *Session) deliver(frame []byte, forward bool, reply []byte, wanted func() bool) {
+	if err := s.deliverHeld(frame, forward, reply, wanted); err != nil {
 		s.log.Error("delivering a held call failed", "err", err)
 	}
 }

@@ -96,7 +96,10 @@ server; decisions go to the decision log.`,
 // its CPU at 64 calls in flight (a third with the ledger on). GOGC=400
 // collects a quarter as often; the soft memory limit (Go-managed memory, in
 // bytes) makes it collect sooner when the heap nears it, so that the peak
-// stays bounded when the live heap is large (a 16 MiB frame).
+// stays bounded when the live heap is large (a 16 MiB frame): such frames
+// then cost up to about half again as much CPU, which the memory bound of
+// 4x a frame is worth (the runtime's GC CPU limiter keeps it from
+// thrashing).
 const (
 	wrapGCPercent   = 400
 	wrapMemoryLimit = 48 << 20

@@ -327,16 +327,9 @@ func (s *scanner) object(i, depth int) int {
 		if i = s.value(skipWS(b, i+1), depth); i < 0 {
 			return -1
 		}
-		if i = skipWS(b, i); i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
+		var end bool
+		if i, end = after(b, i, '}'); i < 0 || end {
+			return i
 		}
 	}
 }
@@ -356,18 +349,27 @@ func (s *scanner) array(i, depth int) int {
 		if i = s.value(i, depth); i < 0 {
 			return -1
 		}
-		if i = skipWS(b, i); i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
+		var end bool
+		if i, end = after(b, i, ']'); i < 0 || end {
+			return i
 		}
 	}
+}
+
+// after reads what follows a member or an element ending at i: a ',' (it
+// returns the index of the next one, and false) or closer (the index after
+// it, and true); -1 declines.
+func after(b []byte, i int, closer byte) (int, bool) {
+	if i = skipWS(b, i); i >= len(b) {
+		return -1, false
+	}
+	switch b[i] {
+	case ',':
+		return skipWS(b, i+1), false
+	case closer:
+		return i + 1, true
+	}
+	return -1, false
 }
 
 // member is one top-level member found by the fast path.
@@ -413,17 +415,14 @@ func topMembers(b []byte, fn func(name, value []byte)) (start, end int, ok bool)
 				return 0, 0, false
 			}
 			ms = append(ms, member{name: nm, value: b[v:i]})
-			if i = skipWS(b, i); i >= len(b) {
+			var last bool
+			if i, last = after(b, i, '}'); i < 0 {
 				return 0, 0, false
 			}
-			if b[i] == '}' {
-				end = i + 1
+			if last {
+				end = i
 				break
 			}
-			if b[i] != ',' {
-				return 0, 0, false
-			}
-			i = skipWS(b, i+1)
 		}
 	}
 	if skipWS(b, end) != len(b) {

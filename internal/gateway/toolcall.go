@@ -73,18 +73,15 @@ func parseToolCall(params []byte) (toolCallParams, bool) {
 // decision event, bind the receipt, then forward or answer.
 func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool, []byte, error) {
 	p, ok := parseToolCall(m.Params)
-	if ok {
-		s.noteDeclaredMeta(p.meta)
-	} else {
-		s.noteDeclaredRevision(m)
-	}
 	if !ok {
+		s.noteDeclaredRevision(m)
 		s.record("client", "tools/call params need a string name and object arguments", jsonrpc.CodeInvalidParams, len(m.Raw), m.ID)
 		if m.Kind == jsonrpc.KindNotification {
 			return false, nil, nil
 		}
 		return false, errorFrame(m.ID, jsonrpc.CodeInvalidParams, "gatehouse: invalid tools/call params: a string name and object arguments are required", nil), nil
 	}
+	s.noteDeclaredMeta(p.meta)
 	isRequest := m.Kind == jsonrpc.KindRequest
 	// Reserve the id now: a second request with this id is refused even
 	// while this one is still being decided.

@@ -32,7 +32,12 @@ func LoadVerifier(path string) (note.Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: reading verifier key: %w", err)
 	}
-	v, err := note.NewVerifier(strings.TrimSpace(string(b)))
+	text := strings.TrimSpace(string(b))
+	if strings.HasPrefix(text, "PRIVATE+KEY+") {
+		// Never echo the key itself: it is the secret one.
+		return nil, fmt.Errorf("ledger: %s is a signer key (the secret one); pass its verifier key, the .vkey file beside it", path)
+	}
+	v, err := note.NewVerifier(text)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: verifier key %s: %w", path, err)
 	}

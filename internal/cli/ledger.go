@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -404,9 +405,16 @@ Exit status: 0 printed (possibly nothing), 2 the ledger cannot be read.`,
 	return c
 }
 
+// showActions are the values of --action: the decision vocabulary
+// (policy actions, which receipts and audit events carry).
+var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
+
 func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 	var since, until time.Time
 	var err error
+	if f.action != "" && !slices.Contains(showActions, f.action) {
+		return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--action %q: want one of %s", f.action, strings.Join(showActions, ", "))}
+	}
 	if f.since != "" {
 		if since, err = time.Parse(time.RFC3339Nano, f.since); err != nil {
 			return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--since %q: want an RFC 3339 time such as 2026-11-30T00:00:00Z", f.since)}

@@ -279,6 +279,11 @@ func TestLedgerShowCLI(t *testing.T) {
 	if code != 64 {
 		t.Fatalf("bad --since: exit %d", code)
 	}
+	// A value no entry can have is a typo, not an empty answer.
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--action", "DENY")
+	if code != 64 || out != "" || !strings.Contains(errOut, "want one of allow, deny") {
+		t.Fatalf("--action DENY: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 func TestLedgerProveCLI(t *testing.T) {

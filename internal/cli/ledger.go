@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +91,9 @@ func ledgerOpenRO(ctx context.Context, state string) (ledger.Store, string, erro
 		return nil, "", &exitError{code: ledgerExitUnreadable, err: err}
 	}
 	s, err := ledger.OpenStore(ctx, dsn, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("no ledger at %s yet (gatehouse wrap creates it on its first run; --state names another)", ledgerDisplayDSN(dsn))}
+	}
 	if err != nil {
 		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("%s: %w", ledgerDisplayDSN(dsn), err)}
 	}
@@ -97,6 +102,21 @@ func ledgerOpenRO(ctx context.Context, state string) (ledger.Store, string, erro
 		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("%s: %w", ledgerDisplayDSN(dsn), err)}
 	}
 	return s, dsn, nil
+}
+
+// defaultKeyHint names the key file of that name that gatehouse wrap
+// created in the default state directory, when there is one: "; gatehouse
+// wrap's default key is PATH". Otherwise it returns "".
+func defaultKeyHint(name string) string {
+	dir, err := defaultStateDir()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return "; gatehouse wrap's default key is " + p
 }
 
 // ledgerVerifiers loads the verifier key files.
@@ -201,7 +221,7 @@ read.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := context.Background()
 			if len(keys) == 0 && !skipSigs {
-				return &exitError{code: 64, err: fmt.Errorf("ledger verify: --key FILE.vkey is required (the checkpoint verifier key; --skip-signatures checks only the chain and the tree)")}
+				return &exitError{code: 64, err: fmt.Errorf("ledger verify: --key FILE.vkey is required (the checkpoint verifier key; --skip-signatures checks only the chain and the tree)%s", defaultKeyHint("ledger.vkey"))}
 			}
 			verifiers, err := ledgerVerifiers(keys)
 			if err != nil {
@@ -714,7 +734,7 @@ Exit status: 0 printed, 1 failed, 2 cannot be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if key == "" {
-				return &exitError{code: ledgerExitUsage, err: errors.New("ledger checkpoint: --key is required")}
+				return &exitError{code: ledgerExitUsage, err: fmt.Errorf("ledger checkpoint: --key FILE.skey is required (the checkpoint signer key)%s", defaultKeyHint("ledger.skey"))}
 			}
 			signer, err := ledger.LoadSigner(key)
 			if err != nil {

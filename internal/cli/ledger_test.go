@@ -385,3 +385,36 @@ func TestLedgerProveCLI(t *testing.T) {
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "prove", "--state", path, "--from", oldFile)
 	wantCode(t, code, 1, out, errOut)
 }
+
+// TestLedgerCommandsPointToDefaults: without a ledger, show says there is
+// none yet (not a stat error); without --key, verify and checkpoint name
+// the key files gatehouse wrap created in the default state directory.
+func TestLedgerCommandsPointToDefaults(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	_, errOut, code := runLedgerCLI(t, "", "ledger", "show")
+	if code != 2 || !strings.Contains(errOut, "no ledger at "+filepath.Join(state, "gatehouse", "ledger.db")+" yet") {
+		t.Fatalf("show without a ledger: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runLedgerCLI(t, "", "ledger", "verify")
+	if code != 64 || strings.Contains(errOut, "default key") {
+		t.Fatalf("verify without --key or default key: exit %d, stderr %q", code, errOut)
+	}
+	dir := filepath.Join(state, "gatehouse")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ledger.vkey", "ledger.skey"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errOut, code = runLedgerCLI(t, "", "ledger", "verify")
+	if code != 64 || !strings.Contains(errOut, "default key is "+filepath.Join(dir, "ledger.vkey")) {
+		t.Fatalf("verify without --key: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runLedgerCLI(t, "", "ledger", "checkpoint")
+	if code != 64 || !strings.Contains(errOut, "default key is "+filepath.Join(dir, "ledger.skey")) {
+		t.Fatalf("checkpoint without --key: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	typeDecision = "gatehouse.tool.decision.v1"
 	typeStart    = "gatehouse.session.start.v1"
 	typeStop     = "gatehouse.session.stop.v1"
+	typeRejected = "gatehouse.frame.rejected.v1"
 )
 
 // event is the part of a decision-log line that logview shows.
@@ -163,6 +164,23 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 			what += fmt.Sprintf(", server exit code %d", *data.ExitCode)
 		}
 		fmt.Fprintf(w, "%s\tsession stop\t\t\t\t\t\t%s\n", ts, what)
+	case typeRejected:
+		var data struct {
+			Direction string          `json:"direction"`
+			Reason    string          `json:"reason"`
+			Code      int             `json:"code"`
+			RPCID     json.RawMessage `json:"rpc_id"`
+		}
+		_ = json.Unmarshal(raw["data"], &data)
+		id := "-"
+		if len(data.RPCID) > 0 && string(data.RPCID) != "null" {
+			id = string(data.RPCID)
+		}
+		what := "from " + orDash(data.Direction) + ": " + orDash(data.Reason)
+		if data.Code != 0 {
+			what += fmt.Sprintf(" (%d)", data.Code)
+		}
+		fmt.Fprintf(w, "%s\tframe rejected\t\t\t\t%s\t\t%s\n", ts, id, what)
 	default:
 		fmt.Fprintf(w, "%s\t%s\t\t\t\t\t\t\n", ts, ev.Type)
 	}

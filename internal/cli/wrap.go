@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
@@ -135,6 +136,12 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	// rather than with a getrandom call each.
 	uuid.EnableRandPool()
 	tuneGC()
+
+	if f.requireRcpts != "" {
+		if _, err := evidence.ParseRequirement(f.requireRcpts); err != nil {
+			return &exitError{code: stdio.ExitUsage, err: fmt.Errorf("--require-receipts %q: want none, present or verified", f.requireRcpts)}
+		}
+	}
 
 	// Everything that can be checked before the server starts is checked
 	// here; a refused configuration never spawns it.

@@ -137,14 +137,13 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	uuid.EnableRandPool()
 	tuneGC()
 
-	if f.requireRcpts != "" {
-		if _, err := evidence.ParseRequirement(f.requireRcpts); err != nil {
-			return &exitError{code: stdio.ExitUsage, err: fmt.Errorf("--require-receipts %q: want none, present or verified", f.requireRcpts)}
-		}
-	}
-
 	// Everything that can be checked before the server starts is checked
 	// here; a refused configuration never spawns it.
+	if f.requireRcpts != "" {
+		if _, err := evidence.ParseRequirement(f.requireRcpts); err != nil {
+			return configError("--require-receipts %q: want none, present or verified", f.requireRcpts)
+		}
+	}
 	if f.maxFrame < 1024 {
 		return configError("--max-frame-bytes must be at least 1024, got %d", f.maxFrame)
 	}

@@ -280,11 +280,10 @@ func TestUnwritableDecisionLogDir(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	for name, args := range map[string][]string{
-		"no command":              {"wrap"},
-		"no -- before command":    {"wrap", fakeBin},
-		"unknown flag":            {"wrap", "--no-such-flag", "--", fakeBin},
-		"bad log level":           {"wrap", "--log-level", "loud", "--", fakeBin},
-		"bad receipt requirement": {"wrap", "--require-receipts", "verfied", "--", fakeBin},
+		"no command":           {"wrap"},
+		"no -- before command": {"wrap", fakeBin},
+		"unknown flag":         {"wrap", "--no-such-flag", "--", fakeBin},
+		"bad log level":        {"wrap", "--log-level", "loud", "--", fakeBin},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -239,17 +239,8 @@ func (s *Scanner) object(depth int) bool {
 		if !s.value(depth) {
 			return false
 		}
-		if s.pos >= len(s.b) {
-			return s.fail("unterminated object")
-		}
-		switch s.b[s.pos] {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return true
-		default:
-			return s.fail("expected ',' or '}'")
+		if end, ok := s.after('}', "object"); end || !ok {
+			return ok
 		}
 	}
 }
@@ -267,19 +258,28 @@ func (s *Scanner) array(depth int) bool {
 		if !s.value(depth) {
 			return false
 		}
-		if s.pos >= len(s.b) {
-			return s.fail("unterminated array")
-		}
-		switch s.b[s.pos] {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return true
-		default:
-			return s.fail("expected ',' or ']'")
+		if end, ok := s.after(']', "array"); end || !ok {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or an element of the object or array
+// (what) that closer ends: ',' (more follows: end false) or closer (end
+// true). ok is false, with the failure recorded, for anything else.
+func (s *Scanner) after(closer byte, what string) (end, ok bool) {
+	if s.pos >= len(s.b) {
+		return false, s.fail("unterminated " + what)
+	}
+	switch s.b[s.pos] {
+	case ',':
+		s.pos++
+		return false, true
+	case closer:
+		s.pos++
+		return true, true
+	}
+	return false, s.fail("expected ',' or '" + string(closer) + "'")
 }
 
 // plain[c] is true for the bytes a canonical string holds as themselves

@@ -290,45 +290,46 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 
 // write queues the server receipt (when there is one), the gateway
 // decision receipt and its audit event, in lineage order and as one group
-// (one transaction), and returns a wait for all of them to be durable. Encoding happens before write
-// returns.
+// (one transaction), and returns a wait for all of them to be durable.
+// Encoding happens before write returns.
 //
 // Every payload is RFC 8785 canonical JSON. The gateway's own records are
 // written canonically by evidence.CanonicalJSON; the server receipt goes
 // through ledger.Canonicalize, which returns bytes that are already
-// canonical (a synthesized receipt's) as they are, and the audit event
-// embeds that canonical form.
+// canonical (a synthesized receipt's) as they are. The audit event names
+// both by id and by the hash of their stored payloads (AuditEvent.Link).
 func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) func() error {
 	ctx := r.deadlines.get(time.Now())
 	fail := func(err error) func() error { return func() error { return err } }
 	var recs [3]ledger.Record
 	n := 0
+	var receipt []byte // the server receipt's payload, when there is one
 	if sr != nil && sr.ReceiptID != "" {
-		payload, err := ledger.Canonicalize(srRaw)
+		var err error
+		receipt, err = ledger.Canonicalize(srRaw)
 		if err != nil {
 			// Keep the lineage even when the server's bytes cannot be
 			// canonicalized (numbers JSON cannot carry exactly).
-			payload, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
-			payload, _ = ledger.Canonicalize(payload)
-			srRaw = nil
-		} else {
-			srRaw = payload // the same JSON value, canonical
+			receipt, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
+			receipt, _ = ledger.Canonicalize(receipt)
 		}
-		recs[n] = ledger.Record{Kind: KindServerReceipt, RecordID: sr.ReceiptID, Payload: payload}
+		recs[n] = ledger.Record{Kind: KindServerReceipt, RecordID: sr.ReceiptID, Payload: receipt}
 		n++
 	}
-	ev := rc.Event(phase, srRaw)
-	for _, rec := range [...]struct {
-		kind, id string
-		v        any
-	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, &ev}} {
-		payload, err := evidence.CanonicalJSON(rec.v)
-		if err != nil {
-			return fail(fmt.Errorf("audit: encode %s: %w", rec.kind, err))
-		}
-		recs[n] = ledger.Record{Kind: rec.kind, RecordID: rec.id, Payload: payload}
-		n++
+	ev := rc.Event(phase)
+	decision, err := evidence.CanonicalJSON(rc)
+	if err != nil {
+		return fail(fmt.Errorf("audit: encode %s: %w", KindGatewayDecision, err))
 	}
+	recs[n] = ledger.Record{Kind: KindGatewayDecision, RecordID: rc.GatewayDecisionID, Payload: decision}
+	n++
+	ev.Link(decision, receipt)
+	event, err := evidence.CanonicalJSON(&ev)
+	if err != nil {
+		return fail(fmt.Errorf("audit: encode %s: %w", KindAuditEvent, err))
+	}
+	recs[n] = ledger.Record{Kind: KindAuditEvent, RecordID: ev.AuditEventID, Payload: event}
+	n++
 	// One group: the server receipt, the decision receipt and its audit
 	// event are committed together or not at all, so that a crash never
 	// leaves a receipt without the event that links it.

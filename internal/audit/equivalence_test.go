@@ -23,11 +23,14 @@ type recorder interface {
 var (
 	idPattern   = regexp.MustCompile(`(gw_dec_|audit_|mcp_rcpt_gw_)[0-9A-HJKMNP-TV-Z]{26}`)
 	timePattern = regexp.MustCompile(`"issued_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`)
+	linkPattern = regexp.MustCompile(`"(gateway_decision|server_receipt)_hash":"sha256:[0-9a-f]{64}"`)
 )
 
 // stable replaces the generated ids of one run's entries by their order of
-// first appearance and the gateway's timestamps by a constant, so that two
-// runs of the same calls compare byte for byte.
+// first appearance, the gateway's timestamps by a constant and the audit
+// events' hashes of the records they link (which cover those ids and
+// times; checkLinks checks them) by their names, so that two runs of the
+// same calls compare byte for byte.
 func stable(entries []string) []string {
 	ids := map[string]string{}
 	out := make([]string, len(entries))
@@ -38,6 +41,7 @@ func stable(entries []string) []string {
 			}
 			return ids[id]
 		})
+		e = linkPattern.ReplaceAllString(e, `"${1}_hash":"H"`)
 		out[i] = timePattern.ReplaceAllString(e, `"issued_at":"T"`)
 	}
 	return out
@@ -155,6 +159,8 @@ func TestSameRecordsAsReference(t *testing.T) {
 				run(r)
 				run(ref)
 			}
+			checkLinks(t, newLed)
+			checkLinks(t, refLed)
 			got, want := stable(newLed.strings()), stable(refLed.strings())
 			if len(got) != len(want) {
 				t.Fatalf("%d entries, want %d:\n%s\nwant\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -177,4 +183,56 @@ func (m *memLedger) strings() []string {
 		out = append(out, e.Kind+" "+e.RecordID+" "+string(e.Payload))
 	}
 	return out
+}
+
+// checkLinks checks that every audit event's gateway_decision_hash is the
+// hash of the stored decision receipt that names the event, and its
+// server_receipt_hash (present exactly when the event names a server
+// receipt) that of the server receipt stored in the same group before it.
+func checkLinks(t *testing.T, m *memLedger) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	type event struct {
+		ID           string `json:"audit_event_id"`
+		DecisionHash string `json:"gateway_decision_hash"`
+		ReceiptID    string `json:"server_receipt_id"`
+		ReceiptHash  string `json:"server_receipt_hash"`
+	}
+	decisions := map[string]string{} // audit_event_id named -> hash
+	receipts := map[string]string{}  // receipt_id -> hash of the latest stored
+	events := 0
+	for _, e := range m.entries {
+		h, err := evidence.Hash(e.Payload)
+		if err != nil {
+			t.Fatalf("%s %s: %v", e.Kind, e.RecordID, err)
+		}
+		switch e.Kind {
+		case KindServerReceipt:
+			receipts[e.RecordID] = h
+		case KindGatewayDecision:
+			var d struct {
+				AuditEventID string `json:"audit_event_id"`
+			}
+			if err := json.Unmarshal(e.Payload, &d); err != nil {
+				t.Fatal(err)
+			}
+			decisions[d.AuditEventID] = h
+		case KindAuditEvent:
+			events++
+			var ev event
+			if err := json.Unmarshal(e.Payload, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if want, ok := decisions[ev.ID]; !ok || ev.DecisionHash != want {
+				t.Errorf("event %s: gateway_decision_hash %q, the stored decision that names it hashes to %q", ev.ID, ev.DecisionHash, want)
+			}
+			if want := receipts[ev.ReceiptID]; ev.ReceiptID != "" && ev.ReceiptHash != want || ev.ReceiptID == "" && ev.ReceiptHash != "" {
+				t.Errorf("event %s: server_receipt_hash %q for receipt %q, stored receipt hashes to %q", ev.ID, ev.ReceiptHash, ev.ReceiptID, want)
+			}
+		}
+	}
+	if events == 0 {
+		t.Error("no audit event stored")
+	}
 }

@@ -215,6 +215,7 @@ func (r *refRecorder) write(rc *evidence.GatewayDecisionReceipt, phase string, s
 			return err
 		}
 	}
+	var receipt []byte
 	if sr != nil && sr.ReceiptID != "" {
 		payload, err := ledger.Canonicalize(srRaw)
 		if err != nil {
@@ -222,19 +223,19 @@ func (r *refRecorder) write(rc *evidence.GatewayDecisionReceipt, phase string, s
 			// canonicalized (numbers JSON cannot carry exactly).
 			payload, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
 			payload, _ = ledger.Canonicalize(payload)
-			srRaw = nil
 		}
+		receipt = payload
 		w, err := enqueueOne(r.cfg.Ledger, ctx, KindServerReceipt, sr.ReceiptID, payload)
 		if err != nil {
 			return done(fmt.Errorf("audit: append server receipt: %w", err))
 		}
 		waits = append(waits, w)
 	}
-	ev := rc.Event(phase, srRaw)
+	ev := rc.Event(phase)
 	for _, rec := range []struct {
 		kind, id string
 		v        any
-	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, ev}} {
+	}{{KindGatewayDecision, rc.GatewayDecisionID, rc}, {KindAuditEvent, ev.AuditEventID, &ev}} {
 		b, err := json.Marshal(rec.v)
 		if err != nil {
 			return done(fmt.Errorf("audit: encode %s: %w", rec.kind, err))
@@ -242,6 +243,14 @@ func (r *refRecorder) write(rc *evidence.GatewayDecisionReceipt, phase string, s
 		payload, err := ledger.Canonicalize(b)
 		if err != nil {
 			return done(fmt.Errorf("audit: canonicalize %s: %w", rec.kind, err))
+		}
+		if rec.kind == KindGatewayDecision {
+			// The event's hashes: of the stored payloads, as
+			// evidence.md §4 describes, computed the long way.
+			ev.GatewayDecisionHash, _ = evidence.Hash(payload)
+			if receipt != nil {
+				ev.ServerReceiptHash, _ = evidence.Hash(receipt)
+			}
 		}
 		w, err := enqueueOne(r.cfg.Ledger, ctx, rec.kind, rec.id, payload)
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // benchEvent is an outcome audit event as gatehouse-bench's calls produce
-// it: a decision receipt and a synthesized server receipt inside.
+// it, linked to its decision receipt and a synthesized server receipt.
 func benchEvent() *AuditEvent {
 	d := &GatewayDecisionReceipt{
 		GatewayDecisionID: NewGatewayDecisionID(), SchemaVersion: SchemaVersion, IssuedAt: "2026-11-30T11:47:50.989Z",
@@ -25,7 +25,9 @@ func benchEvent() *AuditEvent {
 	sr, _ := CanonicalJSON(Synthesize(CallFacts{ServerID: "fakeserver", ToolName: "echo", ToolCallID: "req_1",
 		InputHash: d.InputHash, OutputHash: d.OutputHash, ArgumentKeys: []string{"data"}},
 		ToolIntent{DeclaredSideEffects: []string{"read"}, SideEffect: "read_only", Externality: "external"}, time.Date(2026, 11, 30, 11, 47, 50, 989e6, time.UTC)))
-	e := d.Event(PhaseOutcome, sr)
+	e := d.Event(PhaseOutcome)
+	dec, _ := CanonicalJSON(d)
+	e.Link(dec, sr)
 	return &e
 }
 

@@ -1,7 +1,5 @@
 package evidence
 
-import "encoding/json"
-
 // GatewayDecisionReceipt is the gateway's own receipt for one tools/call
 // decision (the draft's GatewayDecisionReceipt; evidence.md §6). Fields and
 // JSON names are the draft's table in table order, then the four hashes of
@@ -95,34 +93,35 @@ const (
 //
 // A call has a decision event and, when forwarded, an outcome event; both
 // carry the same gateway_decision_id and distinct audit_event_ids, and the
-// decision receipt in each names that event (see [GatewayDecisionReceipt.Event]).
-// Decision is the gateway receipt itself; ServerReceipt is the server
-// receipt exactly as found (raw JSON, possibly reassembled from a legacy
-// shape), kept so that an auditor can re-verify its signature later.
+// decision receipt of each phase names that phase's event (see
+// [GatewayDecisionReceipt.Event]). The event references the records it
+// links and never copies them (spec §6): GatewayDecisionHash and
+// ServerReceiptHash are the "sha256:" hashes ([Hash], RFC 8785 form) of the
+// decision receipt and of the server receipt exactly as they are stored
+// beside it, so that an exported event alone pins both records (see
+// [AuditEvent.Link]).
 type AuditEvent struct {
-	AuditEventID       string                  `json:"audit_event_id"`
-	Phase              string                  `json:"phase"` // decision or outcome
-	IssuedAt           string                  `json:"issued_at"`
-	GatewayDecisionID  string                  `json:"gateway_decision_id"`
-	ServerReceiptID    string                  `json:"server_receipt_id,omitempty"`
-	ServerID           string                  `json:"server_id"`
-	ToolName           string                  `json:"tool_name"`
-	Action             string                  `json:"action"`
-	ShadowMode         bool                    `json:"shadow_mode"`
-	VerificationStatus Status                  `json:"verification_status,omitempty"` // of the server receipt
-	Decision           *GatewayDecisionReceipt `json:"decision,omitempty"`
-	ServerReceipt      json.RawMessage         `json:"server_receipt,omitempty"`
+	AuditEventID        string `json:"audit_event_id"`
+	Phase               string `json:"phase"` // decision or outcome
+	IssuedAt            string `json:"issued_at"`
+	GatewayDecisionID   string `json:"gateway_decision_id"`
+	GatewayDecisionHash string `json:"gateway_decision_hash,omitempty"`
+	ServerReceiptID     string `json:"server_receipt_id,omitempty"`
+	ServerReceiptHash   string `json:"server_receipt_hash,omitempty"`
+	ServerID            string `json:"server_id"`
+	ToolName            string `json:"tool_name"`
+	Action              string `json:"action"`
+	ShadowMode          bool   `json:"shadow_mode"`
+	VerificationStatus  Status `json:"verification_status,omitempty"` // of the server receipt
 }
 
 // Event returns a new audit event of phase for the decision d, linking the
 // three ids: it first sets d.AuditEventID to a new [NewAuditEventID], so
-// that d (and the copy recorded in the event) names the latest event it
-// is recorded in. The event's issued_at is d's, Decision is a copy of d
-// (slices shared), and ServerReceipt is serverReceipt (raw JSON of the
-// server receipt, or nil). Not safe for concurrent use on one d.
-func (d *GatewayDecisionReceipt) Event(phase string, serverReceipt []byte) AuditEvent {
+// that d, encoded after this call, names the event. The event's issued_at
+// is d's. The hashes are left for [AuditEvent.Link], once d is encoded. Not
+// safe for concurrent use on one d.
+func (d *GatewayDecisionReceipt) Event(phase string) AuditEvent {
 	d.AuditEventID = NewAuditEventID()
-	c := *d
 	return AuditEvent{
 		AuditEventID:       d.AuditEventID,
 		Phase:              phase,
@@ -134,7 +133,19 @@ func (d *GatewayDecisionReceipt) Event(phase string, serverReceipt []byte) Audit
 		Action:             d.Action,
 		ShadowMode:         d.ShadowMode,
 		VerificationStatus: d.ServerReceiptStatus,
-		Decision:           &c,
-		ServerReceipt:      serverReceipt,
+	}
+}
+
+// Link sets the event's hashes of the records it links: decision is the
+// canonical JSON (RFC 8785) of the gateway decision receipt as stored, and
+// serverReceipt that of the server receipt as stored, or nil when the
+// phase has none. For canonical input the hash is [Hash]'s, computed
+// without a second canonicalization pass; passing anything else breaks
+// the link an auditor checks.
+func (e *AuditEvent) Link(decision, serverReceipt []byte) {
+	e.GatewayDecisionHash = hashBytes(decision)
+	e.ServerReceiptHash = ""
+	if serverReceipt != nil {
+		e.ServerReceiptHash = hashBytes(serverReceipt)
 	}
 }

@@ -107,87 +107,136 @@ func TestHeldResponseScan(t *testing.T) {
 	}
 }
 
-// TestLineage stores a server receipt, a decision and its audit events as
-// JSON, then walks server_receipt_id -> gateway_decision_id ->
-// audit_event_id and back using only the stored payload members the
-// ledger's filters read.
+// TestLineage stores a server receipt, a decision in both phases and its
+// audit events as canonical JSON, then walks server_receipt_id ->
+// gateway_decision_id -> audit_event_id and back using only the stored
+// payload members the ledger's filters read, and checks that each event's
+// hashes pin exactly the stored records it links.
 func TestLineage(t *testing.T) {
 	receipt := signed(t, AlgEd25519)
 	r, _, _ := Parse(receipt)
+	storedReceipt, err := Canonical(receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := &GatewayDecisionReceipt{
 		GatewayDecisionID: NewGatewayDecisionID(), SchemaVersion: SchemaVersion, IssuedAt: Timestamp(time.Now()),
 		ServerID: "roam-code-local", ToolName: "publish_artifact", Action: "allow",
 	}
-	decisionEvent := d.Event(PhaseDecision, nil)
+	var decisions, events []map[string]json.RawMessage // as stored
+	var decisionPayloads [][]byte
+	store := func(phase string, sr []byte) AuditEvent {
+		t.Helper()
+		ev := d.Event(phase)
+		dec, err := CanonicalJSON(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Link(dec, sr)
+		b, err := CanonicalJSON(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range [][]byte{dec, b} {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(p, &m); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Equal(p, dec) {
+				decisions = append(decisions, m)
+				decisionPayloads = append(decisionPayloads, dec)
+			} else {
+				events = append(events, m)
+			}
+		}
+		return ev
+	}
+	decisionEvent := store(PhaseDecision, nil)
 	firstID := d.AuditEventID
 	d.ServerReceiptID = r.ReceiptID
 	d.ServerReceiptStatus = Verify(receipt, r, testKeys)
 	d.ResponseScanResult = &ScanResult{Status: ScanPass}
-	outcomeEvent := d.Event(PhaseOutcome, receipt)
+	outcomeEvent := store(PhaseOutcome, storedReceipt)
 	if decisionEvent.AuditEventID != firstID || outcomeEvent.AuditEventID != d.AuditEventID || firstID == d.AuditEventID {
 		t.Fatalf("event ids not linked: %s %s %s", decisionEvent.AuditEventID, outcomeEvent.AuditEventID, d.AuditEventID)
 	}
-	if decisionEvent.Decision.AuditEventID != decisionEvent.AuditEventID || outcomeEvent.Decision.AuditEventID != outcomeEvent.AuditEventID {
-		t.Fatal("the decision copy in an event does not name that event")
-	}
-
-	var stored []map[string]json.RawMessage
-	for _, e := range []AuditEvent{decisionEvent, outcomeEvent} {
-		b, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range []string{"tool_name", "server_id", "action", "gateway_decision_id", "audit_event_id"} {
+	for _, m := range events {
+		for _, k := range []string{"tool_name", "server_id", "action", "gateway_decision_id", "audit_event_id", "gateway_decision_hash"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("stored event lacks %s", k)
 			}
 		}
-		stored = append(stored, m)
+		for _, k := range []string{"decision", "server_receipt"} {
+			if _, ok := m[k]; ok {
+				t.Errorf("stored event copies %s instead of referencing it", k)
+			}
+		}
 	}
 	str := func(m map[string]json.RawMessage, k string) string {
 		var s string
 		_ = json.Unmarshal(m[k], &s)
 		return s
 	}
+	if str(events[0], "server_receipt_hash") != "" {
+		t.Errorf("decision-phase event has a server_receipt_hash: %s", events[0]["server_receipt_hash"])
+	}
 	// Forward: receipt id -> events -> decision id -> every event of it.
 	var decisionID string
-	for _, m := range stored {
+	for _, m := range events {
 		if str(m, "server_receipt_id") == r.ReceiptID {
 			decisionID = str(m, "gateway_decision_id")
 		}
 	}
-	var events []string
-	for _, m := range stored {
+	var ids []string
+	for _, m := range events {
 		if str(m, "gateway_decision_id") == decisionID {
-			events = append(events, str(m, "audit_event_id"))
+			ids = append(ids, str(m, "audit_event_id"))
 		}
 	}
-	sort.Strings(events)
+	sort.Strings(ids)
 	want := []string{firstID, d.AuditEventID}
 	sort.Strings(want)
-	if decisionID != d.GatewayDecisionID || !slices.Equal(events, want) {
-		t.Errorf("forward walk: %s %v", decisionID, events)
+	if decisionID != d.GatewayDecisionID || !slices.Equal(ids, want) {
+		t.Errorf("forward walk: %s %v", decisionID, ids)
 	}
-	// Backward: audit event -> decision -> server receipt, re-verifiable.
-	last := stored[1]
-	var dec GatewayDecisionReceipt
-	if err := json.Unmarshal(last["decision"], &dec); err != nil {
-		t.Fatal(err)
+	// Backward: each event -> the stored decision that names it (hash
+	// checked) -> for the outcome, the stored server receipt (hash
+	// checked), which re-verifies.
+	for i, ev := range events {
+		var dec map[string]json.RawMessage
+		var payload []byte
+		for j, m := range decisions {
+			if str(m, "audit_event_id") == str(ev, "audit_event_id") {
+				dec, payload = m, decisionPayloads[j]
+			}
+		}
+		if dec == nil {
+			t.Fatalf("event %d: no stored decision names it", i)
+		}
+		if h, _ := Hash(payload); h != str(ev, "gateway_decision_hash") || str(dec, "gateway_decision_id") != str(ev, "gateway_decision_id") {
+			t.Errorf("event %d: gateway_decision_hash %s, stored decision hashes to %s", i, ev["gateway_decision_hash"], h)
+		}
+		if i == 0 {
+			continue
+		}
+		if str(dec, "server_receipt_id") != r.ReceiptID {
+			t.Fatalf("backward walk: the outcome decision names receipt %q", str(dec, "server_receipt_id"))
+		}
+		if h, _ := Hash(storedReceipt); h != str(ev, "server_receipt_hash") {
+			t.Errorf("server_receipt_hash %s, stored receipt hashes to %s", ev["server_receipt_hash"], h)
+		}
+		pr, _, _ := Parse(storedReceipt)
+		if pr == nil || pr.ReceiptID != r.ReceiptID || Verify(storedReceipt, pr, testKeys) != StatusOK {
+			t.Error("stored server receipt does not re-verify")
+		}
+		if str(ev, "verification_status") != "ok" || str(ev, "phase") != PhaseOutcome {
+			t.Errorf("outcome event %v", ev)
+		}
 	}
-	if dec.AuditEventID != str(last, "audit_event_id") || dec.ServerReceiptID != r.ReceiptID {
-		t.Errorf("backward walk: %+v", dec)
-	}
-	sr := []byte(last["server_receipt"])
-	pr, _, _ := Parse(sr)
-	if pr == nil || pr.ReceiptID != dec.ServerReceiptID || Verify(sr, pr, testKeys) != StatusOK {
-		t.Error("stored server receipt does not re-verify")
-	}
-	if str(last, "verification_status") != "ok" || str(last, "phase") != PhaseOutcome {
-		t.Errorf("outcome event %s", last)
+	// A changed byte in the stored decision breaks its link.
+	tampered := bytes.Replace(decisionPayloads[1], []byte(`"allow"`), []byte(`"deny"`), 1)
+	if h, _ := Hash(tampered); h == outcomeEvent.GatewayDecisionHash {
+		t.Error("a tampered decision still matches the event's hash")
 	}
 }
 

@@ -384,15 +384,15 @@ type decision struct {
 
 // auditEvent is the payload of kind audit_event.
 type auditEvent struct {
-	AuditEventID       string          `json:"audit_event_id"`
-	Phase              string          `json:"phase"`
-	GatewayDecisionID  string          `json:"gateway_decision_id"`
-	ServerReceiptID    string          `json:"server_receipt_id"`
-	ToolName           string          `json:"tool_name"`
-	Action             string          `json:"action"`
-	VerificationStatus string          `json:"verification_status"`
-	Decision           *decision       `json:"decision"`
-	ServerReceipt      json.RawMessage `json:"server_receipt"`
+	AuditEventID       string `json:"audit_event_id"`
+	Phase              string `json:"phase"`
+	GatewayDecisionID  string `json:"gateway_decision_id"`
+	ServerReceiptID    string `json:"server_receipt_id"`
+	ToolName           string `json:"tool_name"`
+	Action             string `json:"action"`
+	VerificationStatus string `json:"verification_status"`
+	DecisionHash       string `json:"gateway_decision_hash"`
+	ReceiptHash        string `json:"server_receipt_hash"`
 }
 
 // serverReceipt is the part of a stored server receipt the tests read.

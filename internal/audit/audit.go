@@ -257,6 +257,12 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID
+		if err := ledger.CheckRecordID(sr.ReceiptID); err != nil {
+			// Stored and referenced all the same, under an id of the
+			// gateway's: the receipt is the server's evidence.
+			rc.ServerReceiptID = evidence.NewUnnamedReceiptID()
+			rc.Warnings = append(rc.Warnings, "server receipt has no usable receipt_id; stored as "+rc.ServerReceiptID)
+		}
 	}
 	rc.ResponseScanResult = &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no response scanners configured"}
 	if resp.Error != nil {
@@ -304,16 +310,16 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 	var recs [3]ledger.Record
 	n := 0
 	var receipt []byte // the server receipt's payload, when there is one
-	if sr != nil && sr.ReceiptID != "" {
+	if sr != nil {
 		var err error
 		receipt, err = ledger.Canonicalize(srRaw)
 		if err != nil {
 			// Keep the lineage even when the server's bytes cannot be
 			// canonicalized (numbers JSON cannot carry exactly).
-			receipt, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
+			receipt, _ = json.Marshal(map[string]string{"receipt_id": rc.ServerReceiptID, "error": errorClass(err)})
 			receipt, _ = ledger.Canonicalize(receipt)
 		}
-		recs[n] = ledger.Record{Kind: KindServerReceipt, RecordID: sr.ReceiptID, Payload: receipt}
+		recs[n] = ledger.Record{Kind: KindServerReceipt, RecordID: rc.ServerReceiptID, Payload: receipt}
 		n++
 	}
 	ev := rc.Event(phase)

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -159,6 +160,51 @@ func TestLineageAndStatuses(t *testing.T) {
 			if dec["gateway_decision_id"] != out["gateway_decision_id"] || dec["input_hash"] == "" || dec["tool_schema_hash"] == nil {
 				t.Fatalf("decision receipt %v", dec)
 			}
+		})
+	}
+}
+
+// TestReceiptWithoutUsableID: a server receipt whose receipt_id is missing
+// or cannot be a ledger record id is still stored, unchanged, under an id
+// of the gateway's, which the outcome decision names and the outcome event
+// links by id and hash, with a warning; the call is not failed for it.
+func TestReceiptWithoutUsableID(t *testing.T) {
+	for name, mutate := range map[string]func(map[string]any){
+		"missing":           func(m map[string]any) { delete(m, "receipt_id") },
+		"not a string":      func(m map[string]any) { m["receipt_id"] = 7 },
+		"control character": func(m map[string]any) { m["receipt_id"] = "r\n1" },
+		"too long":          func(m map[string]any) { m["receipt_id"] = strings.Repeat("r", ledger.MaxRecordID+1) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			led := &memLedger{}
+			r, err := New(Config{Ledger: led, Keys: keys(), Require: evidence.RequirePresent, GatewayID: "gw"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := call(true)
+			if err := r.Decided(c)(); err != nil {
+				t.Fatal(err)
+			}
+			res := signedResult(t, mutate)
+			if withhold, why := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})(); withhold {
+				t.Fatalf("withheld: %s", why)
+			}
+			if got, want := led.kinds(), "gateway_decision,audit_event,server_receipt,gateway_decision,audit_event"; got != want {
+				t.Fatalf("entries %s, want %s", got, want)
+			}
+			stored := led.entries[2]
+			if !strings.HasPrefix(stored.RecordID, evidence.PrefixUnnamedReceipt) || !bytes.Contains(stored.Payload, []byte(`"receipt_signature"`)) {
+				t.Fatalf("server receipt stored as %s: %s", stored.RecordID, stored.Payload)
+			}
+			out := led.payload(t, KindGatewayDecision, 1)
+			ev := led.payload(t, KindAuditEvent, 1)
+			if out["server_receipt_id"] != stored.RecordID || ev["server_receipt_id"] != stored.RecordID {
+				t.Fatalf("the outcome names receipt %v (event %v), stored as %s", out["server_receipt_id"], ev["server_receipt_id"], stored.RecordID)
+			}
+			if !strings.Contains(strings.Join(toStrings(out["warnings"]), ";"), "no usable receipt_id; stored as "+stored.RecordID) {
+				t.Fatalf("no warning: %v", out["warnings"])
+			}
+			checkLinks(t, led)
 		})
 	}
 }

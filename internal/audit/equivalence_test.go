@@ -21,7 +21,7 @@ type recorder interface {
 }
 
 var (
-	idPattern   = regexp.MustCompile(`(gw_dec_|audit_|mcp_rcpt_gw_)[0-9A-HJKMNP-TV-Z]{26}`)
+	idPattern   = regexp.MustCompile(`(gw_dec_|audit_|mcp_rcpt_gw_|mcp_rcpt_unnamed_)[0-9A-HJKMNP-TV-Z]{26}`)
 	timePattern = regexp.MustCompile(`"issued_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`)
 	linkPattern = regexp.MustCompile(`"(gateway_decision|server_receipt)_hash":"sha256:[0-9a-f]{64}"`)
 )
@@ -111,6 +111,8 @@ func equivalenceCases() []equivalenceCase {
 		{name: "receipt with an inexact number", call: withTool(func(*gateway.Call) {}), result: func(*testing.T) []byte {
 			return []byte(`{"_meta":{"dev.gatehouse/security-receipt":{"receipt_id":"r2","big":12345678901234567890}}}`)
 		}},
+		{name: "receipt without receipt_id", require: evidence.RequireVerified, call: withTool(func(*gateway.Call) {}), result: receipt(func(m map[string]any) { delete(m, "receipt_id") })},
+		{name: "receipt_id with a control character", call: withTool(func(*gateway.Call) {}), result: receipt(func(m map[string]any) { m["receipt_id"] = "r\u0007" })},
 		{name: "receipt with odd strings", call: withTool(func(*gateway.Call) {}), result: func(*testing.T) []byte {
 			return []byte(`{"_meta":{"dev.gatehouse/security-receipt":{"tool_name":"read","receipt_id":"r<3>\u2028\u00e9","note":"\u0041\/x","n":1.0E2}}}`)
 		}},

@@ -166,6 +166,12 @@ func (r *refRecorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait fu
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID
+		if err := ledger.CheckRecordID(sr.ReceiptID); err != nil {
+			// Stored and referenced all the same, under an id of the
+			// gateway's: the receipt is the server's evidence.
+			rc.ServerReceiptID = evidence.NewUnnamedReceiptID()
+			rc.Warnings = append(rc.Warnings, "server receipt has no usable receipt_id; stored as "+rc.ServerReceiptID)
+		}
 	}
 	rc.ResponseScanResult = &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no response scanners configured"}
 	if resp.Error != nil {
@@ -216,16 +222,16 @@ func (r *refRecorder) write(rc *evidence.GatewayDecisionReceipt, phase string, s
 		}
 	}
 	var receipt []byte
-	if sr != nil && sr.ReceiptID != "" {
+	if sr != nil {
 		payload, err := ledger.Canonicalize(srRaw)
 		if err != nil {
 			// Keep the lineage even when the server's bytes cannot be
 			// canonicalized (numbers JSON cannot carry exactly).
-			payload, _ = json.Marshal(map[string]string{"receipt_id": sr.ReceiptID, "error": errorClass(err)})
+			payload, _ = json.Marshal(map[string]string{"receipt_id": rc.ServerReceiptID, "error": errorClass(err)})
 			payload, _ = ledger.Canonicalize(payload)
 		}
 		receipt = payload
-		w, err := enqueueOne(r.cfg.Ledger, ctx, KindServerReceipt, sr.ReceiptID, payload)
+		w, err := enqueueOne(r.cfg.Ledger, ctx, KindServerReceipt, rc.ServerReceiptID, payload)
 		if err != nil {
 			return done(fmt.Errorf("audit: append server receipt: %w", err))
 		}

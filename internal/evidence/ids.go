@@ -14,6 +14,10 @@ const (
 	// PrefixSynthesizedReceipt starts the receipt_id of a receipt the
 	// gateway synthesized ([Synthesize]).
 	PrefixSynthesizedReceipt = "mcp_rcpt_gw_"
+	// PrefixUnnamedReceipt starts the id under which the gateway stores
+	// and references a server receipt whose own receipt_id is missing or
+	// unusable as a ledger record id ([NewUnnamedReceiptID]).
+	PrefixUnnamedReceipt = "mcp_rcpt_unnamed_"
 )
 
 // NewGatewayDecisionID returns a new gateway_decision_id: "gw_dec_" and a
@@ -26,6 +30,13 @@ func NewGatewayDecisionID() string { return PrefixGatewayDecision + newULID(time
 // NewAuditEventID returns a new audit_event_id: "audit_" and a ULID (see
 // [NewGatewayDecisionID]).
 func NewAuditEventID() string { return PrefixAuditEvent + newULID(time.Now()) }
+
+// NewUnnamedReceiptID returns "mcp_rcpt_unnamed_" and a ULID (see
+// [NewGatewayDecisionID]): the record id of a server receipt that carries
+// no usable receipt_id, so that it is still stored, referenced by the
+// gateway decision's server_receipt_id and walkable in the lineage. The
+// receipt itself is stored unchanged.
+func NewUnnamedReceiptID() string { return PrefixUnnamedReceipt + newULID(time.Now()) }
 
 // newSynthesizedReceiptID returns "mcp_rcpt_gw_" and a ULID for t.
 func newSynthesizedReceiptID(t time.Time) string { return PrefixSynthesizedReceipt + newULID(t) }

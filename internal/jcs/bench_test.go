@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// benchInputs are a 2 KB outcome audit event as the gateway writes it
+// benchInputs are a 2 KB outcome audit event as the gateway wrote it before
+// events referenced the records they link instead of embedding them
 // (already canonical) and the same value as encoding/json writes it from a
 // map, indented (not canonical: the slow path).
 func benchInputs(tb testing.TB) (canonical, other []byte) {

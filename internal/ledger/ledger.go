@@ -384,6 +384,13 @@ func checkKind(k string) error {
 	return nil
 }
 
+// CheckRecordID reports whether id can be an entry's record_id: 1 to
+// MaxRecordID bytes of valid UTF-8 without control characters (U+0000 to
+// U+001F, U+007F). The error wraps ErrInvalid and quotes id only when it
+// has the right length and encoding. A caller holding an id from outside
+// (a server's receipt_id) checks it first and names the record otherwise.
+func CheckRecordID(id string) error { return checkRecordID(id) }
+
 func checkRecordID(id string) error {
 	if id == "" || len(id) > MaxRecordID {
 		return fmt.Errorf("%w: record id must be 1 to %d bytes", ErrInvalid, MaxRecordID)

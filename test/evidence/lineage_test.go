@@ -168,8 +168,10 @@ func TestDeniedCall(t *testing.T) {
 	if d.ServerReceiptID != "" || d.ServerReceiptStatus != "" {
 		t.Errorf("denied call's receipt references server receipt %q (status %q)", d.ServerReceiptID, d.ServerReceiptStatus)
 	}
-	if ev := r.decisionEvt.event(t); ev.Action != "deny" || ev.Phase != "decision" || ev.ServerReceiptID != "" || ev.ReceiptHash != "" {
-		t.Errorf("denied call's audit event: action %q phase %q server_receipt_id %q server_receipt_hash %q", ev.Action, ev.Phase, ev.ServerReceiptID, ev.ReceiptHash)
+	if ev := r.decisionEvt.event(t); ev.Action != "deny" || ev.Phase != "decision" || ev.ServerReceiptID != "" || ev.ReceiptHash != "" ||
+		ev.DecisionHash != payloadHash(r.decision.Payload) {
+		t.Errorf("denied call's audit event: action %q phase %q server_receipt_id %q server_receipt_hash %q gateway_decision_hash %q (stored decision hashes to %q)",
+			ev.Action, ev.Phase, ev.ServerReceiptID, ev.ReceiptHash, ev.DecisionHash, payloadHash(r.decision.Payload))
 	}
 	if r.outcome != nil {
 		t.Errorf("denied call has an outcome: %s", r.outcome.Payload)

@@ -404,10 +404,12 @@ server_receipt_id -> gateway_decision_id -> audit_event_id).
 
 show does not verify the ledger (see "ledger verify").
 
-Exit status: 0 printed (possibly nothing), 2 the ledger cannot be read.`,
+Exit status: 0 printed (possibly nothing; with --lineage, a line on stderr
+says when no entry carries or links to ID), 1 entries that do not parse were
+met, 64 usage, 2 the ledger cannot be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLedgerShow(&f, stdout)
+			return runLedgerShow(&f, stdout, stderr)
 		},
 	}
 	fl := c.Flags()
@@ -429,7 +431,7 @@ Exit status: 0 printed (possibly nothing), 2 the ledger cannot be read.`,
 // (policy actions, which receipts and audit events carry).
 var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
 
-func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
+func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	var since, until time.Time
 	var err error
 	if f.action != "" && !slices.Contains(showActions, f.action) {
@@ -512,6 +514,11 @@ func runLedgerShow(f *ledgerShowFlags, stdout io.Writer) error {
 			if err != nil {
 				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger show: %w", err)}
 			}
+		}
+		if len(marked) == 0 {
+			// Most likely a mistyped or truncated id: say so rather
+			// than print an empty table without a word.
+			fmt.Fprintf(stderr, "gatehouse: ledger show: no entry carries or links to %q\n", f.lineage)
 		}
 	}
 	// Stream the output: nothing is accumulated, whatever the ledger size.
@@ -602,12 +609,15 @@ rewritten: prove says so and exits 1.
 An entry newer than the latest checkpoint cannot be proved yet: wait for the
 next checkpoint, or sign one with "gatehouse ledger checkpoint".
 
-Exit status: 0 printed, 1 cannot be proved, 2 cannot be read.`,
+Exit status: 0 printed, 1 cannot be proved, 2 cannot be read, 64 usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			hasEntry := cmd.Flags().Changed("entry")
 			if hasEntry == (from != "") {
 				return &exitError{code: ledgerExitUsage, err: errors.New("ledger prove: give exactly one of --entry and --from")}
+			}
+			if hasEntry && entry < 0 {
+				return &exitError{code: ledgerExitUsage, err: fmt.Errorf("ledger prove: --entry %d: want an entry's seq, 0 or more", entry)}
 			}
 			size, err := ledgerCheckpointSize(checkpoint)
 			if err != nil {

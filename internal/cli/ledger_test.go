@@ -284,6 +284,18 @@ func TestLedgerShowCLI(t *testing.T) {
 	if code != 64 || out != "" || !strings.Contains(errOut, "want one of allow, deny") {
 		t.Fatalf("--action DENY: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	// A lineage id nothing carries is said so on stderr (exit 0: an
+	// empty answer); one that matches says nothing there.
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--lineage", "gw_dec_9")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(errOut, `no entry carries or links to "gw_dec_9"`) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("--lineage gw_dec_9: stdout %q, stderr %q", out, errOut)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--lineage", "gw_dec_1")
+	wantCode(t, code, 0, out, errOut)
+	if errOut != "" || !strings.Contains(out, "audit_1") {
+		t.Fatalf("--lineage gw_dec_1: stdout %q, stderr %q", out, errOut)
+	}
 }
 
 func TestLedgerProveCLI(t *testing.T) {

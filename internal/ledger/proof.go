@@ -72,6 +72,10 @@ func ParseProof(data []byte) (*Proof, error) {
 	if len(data) > MaxProofBytes {
 		return nil, fmt.Errorf("%w: proof bundle larger than %d bytes", ErrInvalid, MaxProofBytes)
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Typically the output of a "ledger prove" that failed.
+		return nil, fmt.Errorf("%w: proof bundle is empty (did the \"gatehouse ledger prove\" that wrote it fail?)", ErrInvalid)
+	}
 	var p Proof
 	if err := jsonv2.Unmarshal(data, &p, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return nil, fmt.Errorf("%w: proof bundle: %v", ErrInvalid, err)

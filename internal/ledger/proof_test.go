@@ -214,6 +214,12 @@ func TestParseProofRejects(t *testing.T) {
 			t.Errorf("%s: ParseProof = %v, want ErrInvalid", name, err)
 		}
 	}
+	// An empty file (a failed "ledger prove > file") is named as such.
+	for _, b := range []string{"", " \n"} {
+		if _, err := ParseProof([]byte(b)); err == nil || !strings.Contains(err.Error(), "proof bundle is empty") {
+			t.Errorf("ParseProof(%q) = %v, want the empty-bundle error", b, err)
+		}
+	}
 }
 
 func FuzzParseProof(f *testing.F) {

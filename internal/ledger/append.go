@@ -100,7 +100,9 @@ type appendReq struct {
 	kind     string
 	recordID string
 	payload  []byte
-	done     chan appendResult
+	// done answers the request; the members of a group share one,
+	// answered in order.
+	done chan appendResult
 }
 
 type appendResult struct {
@@ -267,7 +269,7 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: no records", ErrInvalid)
 	}
-	group := make([]*appendReq, len(recs))
+	size := 0
 	for i, rc := range recs {
 		if err := checkKind(rc.Kind); err != nil {
 			return nil, fmt.Errorf("record %d (%s): %w", i, rc.Kind, err)
@@ -278,14 +280,27 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 		if err := checkPayload(rc.Payload); err != nil {
 			return nil, fmt.Errorf("record %d (%s): %w", i, rc.Kind, err)
 		}
-		group[i] = &appendReq{
+		size += len(rc.Payload)
+	}
+	// One allocation each for the requests, the payload copies and the
+	// channel that answers them: the writer answers a group's members in
+	// order, all on this channel.
+	done := make(chan appendResult, len(recs))
+	reqs := make([]appendReq, len(recs))
+	group := make([]*appendReq, len(recs))
+	payloads := make([]byte, 0, size)
+	for i, rc := range recs {
+		n := len(payloads)
+		payloads = append(payloads, rc.Payload...)
+		reqs[i] = appendReq{
 			first:    i == 0,
 			ctx:      ctx,
 			kind:     rc.Kind,
 			recordID: rc.RecordID,
-			payload:  append([]byte(nil), rc.Payload...),
-			done:     make(chan appendResult, 1),
+			payload:  payloads[n:len(payloads):len(payloads)],
+			done:     done,
 		}
+		group[i] = &reqs[i]
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -301,9 +316,9 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 	}
 	return func() ([]Entry, error) {
 		out := make([]Entry, len(group))
-		for i, req := range group {
+		for i := range group {
 			select {
-			case r := <-req.done:
+			case r := <-done:
 				if r.err != nil {
 					return nil, r.err
 				}

@@ -2,8 +2,11 @@ package jcs
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +48,35 @@ func BenchmarkCanonical(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkWriteCanonical hashes a tool result as servers send it (content
+// members out of order, 1 KiB of canonical structuredContent) and the
+// indented audit event: taking every value apart against the encoder alone
+// (why values under splitMinBytes are not taken apart).
+func BenchmarkWriteCanonical(b *testing.B) {
+	_, indented := benchInputs(b)
+	result := []byte(`{"content":[{"type":"text","text":"ok"}],"structuredContent":{"data":"` + strings.Repeat("abcdefgh", 128) + `","n":[1,2,3]}}`)
+	for _, in := range []struct {
+		name string
+		b    []byte
+	}{{"tool-result", result}, {"indented", indented}} {
+		for _, path := range []struct {
+			name  string
+			write func(io.Writer, []byte) error
+		}{{"split", func(w io.Writer, b []byte) error { return writeCanonical(w, b, 0) }}, {"encoder", encodeCanonical}} {
+			b.Run(in.name+"/"+path.name, func(b *testing.B) {
+				h := sha256.New()
+				b.SetBytes(int64(len(in.b)))
+				b.ReportAllocs()
+				for b.Loop() {
+					h.Reset()
+					if err := path.write(h, in.b); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

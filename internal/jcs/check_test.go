@@ -2,9 +2,11 @@ package jcs
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -201,6 +203,11 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		if errClass(werr) != errClass(ferr) || (ferr == nil && !bytes.Equal(w.Bytes(), fast)) {
 			t.Fatalf("WriteCanonical(%q) wrote %q, %v; Canonical %q, %v", b, w.Bytes(), werr, fast, ferr)
 		}
+		w.Reset()
+		serr = writeCanonical(&w, b, 0) // everything taken apart
+		if errClass(serr) != errClass(ferr) || (ferr == nil && !bytes.Equal(w.Bytes(), fast)) {
+			t.Fatalf("WriteCanonical taking apart (%q) wrote %q, %v; Canonical %q, %v", b, w.Bytes(), serr, fast, ferr)
+		}
 		if !bytes.Equal(b, orig) {
 			t.Fatalf("WriteCanonical modified its input")
 		}
@@ -331,5 +338,66 @@ func TestNumbersExact(t *testing.T) {
 		if got := numbersExact([]byte(in)); got != want {
 			t.Errorf("numbersExact(%s) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestWriteCanonicalSplit: the split path (objects and arrays taken apart,
+// canonical parts written as they are) writes exactly the reference's
+// bytes, and fails where the reference fails, at every depth and past
+// maxSplitDepth.
+func TestWriteCanonicalSplit(t *testing.T) {
+	deep := `{"b":1.0,"a":` + strings.Repeat(`[{"y":2,"x":[1.0]},`, maxSplitDepth+2) + `0` + strings.Repeat(`]`, maxSplitDepth+2) + `}`
+	for _, in := range []string{
+		`{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":"b"}}`,
+		` { "b" : [ 1.0 , -0 , 1e2 , "\u00e9\/" ] , "a" : { } , "c" : [ ] } `,
+		`[{"b":1,"a":2},{"d":[true,false,null],"c":"\ud83d\ude00"}]`,
+		`{"\uffff":1,"\ud83d\ude00":2,"":3,"a\u0000":4}`,
+		`{"é":1,"e":2,"z":{"é":{"y":1,"x":2}}}`,
+		deep,
+		// What the reference refuses, the split path refuses too.
+		`{"b":1,"a":2} x`,
+		`{"b":1,"a":2}{}`,
+		`{"b":1,"a":2,"b":3}`,
+		`{"b":{"d":1,"c":2,"d":3},"a":1}`,
+		`{"b":[1,2,],"a":1}`,
+		`{"b":"\xff","a":1}`,
+		`{"b":"\ud800","a":1}`,
+		`{"\ud800":1,"a":1}`,
+		`{"b":1,"a":2`,
+		`[{"b":1,"a":2}`,
+		`{"b":1,"a":12345678901234567890}`,
+		`[1,{"b":1e400,"a":1}]`,
+	} {
+		var w bytes.Buffer
+		err := writeCanonical(&w, []byte(in), 0) // everything taken apart
+		ref, rerr := canonicalReference([]byte(in))
+		if errClass(err) != errClass(rerr) || err == nil && !bytes.Equal(w.Bytes(), ref) {
+			t.Errorf("WriteCanonical(%s) = %q, %v; reference %q, %v", in, w.Bytes(), err, ref, rerr)
+		}
+	}
+}
+
+// TestWriteCanonicalCopiesOnlyWhatIsNotCanonical: a 4 MiB tool result
+// whose only fault is the order of two small members is hashed without
+// copying its big, canonical part (the encoder alone would hold all of it).
+func TestWriteCanonicalCopiesOnlyWhatIsNotCanonical(t *testing.T) {
+	big := `{"data":"` + strings.Repeat("x", 4<<20) + `"}`
+	in := []byte(`{"content":[{"type":"text","text":"ok"}],"structuredContent":` + big + `}`)
+	h := sha256.New()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := WriteCanonical(h, in); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	ref, err := canonicalReference(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256.Sum256(ref); !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Fatal("the hash differs from the reference's canonical form")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 256<<10 {
+		t.Errorf("WriteCanonical allocated %d bytes for a 4 MiB value", got)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -154,7 +156,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			return configError("%v", err)
 		}
 		pol = p
-		if f.role != "" && pol.RuleCount() > 0 && !pol.MentionsString(f.role) {
+		if f.role != "" && pol.ReadsRole() && !pol.MentionsString(f.role) {
 			fmt.Fprintf(stderr, "gatehouse: warning: --role %q appears in no rule of policy %s: rules that test principal.role will not match it\n", f.role, f.policyPath)
 		}
 	} else {
@@ -200,6 +202,18 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	if err != nil {
 		return configError("--request-receipts-out: %v", err)
 	}
+	evidenceFiles := map[string]string{"the decision log": f.decisionLog, "the request-decision receipts": f.receiptsPath}
+	if !f.noLedger && !ledger.IsPostgresDSN(f.state) {
+		evidenceFiles["the audit ledger"] = f.state
+		key := f.ledgerKey
+		if key == "" {
+			if dir, err := defaultStateDir(); err == nil {
+				key = filepath.Join(dir, "ledger.skey") // as openEvidence finds it
+			}
+		}
+		evidenceFiles["the ledger signing key"] = key
+	}
+	warnServedEvidence(stderr, argv[1:], evidenceFiles)
 	if f.decisionLog != "" {
 		l, err := decisionlog.Open(f.decisionLog, f.eventSource)
 		if err != nil {
@@ -322,4 +336,56 @@ func checkOutput(path string, others []string) error {
 		}
 	}
 	return nil
+}
+
+// warnServedEvidence writes a warning for each evidence file (files: what
+// it is -> its path, "" for none) that lies inside a directory the server
+// is given among its arguments args (a filesystem server's root, say, as
+// DIR or --flag=DIR): the server, and the agent through it, may then read
+// or rewrite the evidence of its own calls. Paths are compared after
+// resolving symbolic links; arguments that are not existing directories
+// are ignored. It never fails: it only warns.
+func warnServedEvidence(stderr io.Writer, args []string, files map[string]string) {
+	resolve := func(p string) string {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	labels := make([]string, 0, len(files))
+	for label, p := range files {
+		if p != "" {
+			labels = append(labels, label)
+		}
+	}
+	slices.Sort(labels)
+	warned := map[string]bool{}
+	for _, a := range args {
+		dir := a
+		if strings.HasPrefix(a, "-") {
+			i := strings.IndexByte(a, '=')
+			if i < 0 {
+				continue
+			}
+			dir = a[i+1:]
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		root := resolve(dir)
+		for _, label := range labels {
+			p := files[label]
+			// The file may not exist yet; its directory does (checked).
+			at := filepath.Join(resolve(filepath.Dir(p)), filepath.Base(p))
+			rel, err := filepath.Rel(root, at)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || warned[label] {
+				continue
+			}
+			warned[label] = true
+			fmt.Fprintf(stderr, "gatehouse: warning: %s %s is inside %s, which the server is given: the server (and the agent through it) may read or change it; keep evidence outside what the server can reach\n", label, p, dir)
+		}
+	}
 }

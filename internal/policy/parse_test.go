@@ -343,6 +343,23 @@ func TestMentionsString(t *testing.T) {
 	if p.RuleCount() != 1 {
 		t.Errorf("RuleCount = %d", p.RuleCount())
 	}
+	if !p.ReadsRole() {
+		t.Error("ReadsRole: readonly-agent.yaml tests principal.role")
+	}
+	for cond, want := range map[string]bool{
+		`tool.side_effect != "read_only"`:  false,
+		`principal.id == "ci"`:             false,
+		`principal["role"] == "dev"`:       true,
+		`principal.role in ["dev", "ops"]`: true,
+	} {
+		q, err := Parse("t.yaml", []byte("name: t\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+strings.ReplaceAll(cond, "'", "''")+"'\n    action: deny\n    reason: r\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", cond, err)
+		}
+		if q.ReadsRole() != want {
+			t.Errorf("ReadsRole for %s = %v, want %v", cond, !want, want)
+		}
+	}
 }
 
 // TestFixedFields: selecting a member principal, server or tool never has

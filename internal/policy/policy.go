@@ -265,6 +265,18 @@ func (p *Policy) MentionsString(v string) bool {
 	return false
 }
 
+// ReadsRole reports whether any rule's condition reads the principal's
+// role (principal.role, or principal["role"]): only then can a --role that
+// no rule names be a mistake worth a warning.
+func (p *Policy) ReadsRole() bool {
+	for _, r := range p.rules {
+		if strings.Contains(r.src, "principal.role") || strings.Contains(r.src, `principal["role"]`) || strings.Contains(r.src, `principal['role']`) {
+			return true
+		}
+	}
+	return false
+}
+
 // RuleCount returns the number of rules.
 func (p *Policy) RuleCount() int { return len(p.rules) }
 

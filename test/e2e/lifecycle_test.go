@@ -291,3 +291,68 @@ func TestSessionEvents(t *testing.T) {
 		t.Errorf("decision log mode %v, want 0600", mode)
 	}
 }
+
+// TestConfigWarnings: warnings that do not refuse the configuration are
+// given when they apply and only then: a --role that no rule names (when
+// some rule reads principal.role), and evidence inside a directory the
+// server is given.
+func TestConfigWarnings(t *testing.T) {
+	served := t.TempDir()
+	apart := t.TempDir()
+	const roleWarning = "appears in no rule"
+	const servedWarning = "which the server is given"
+	tests := []struct {
+		name     string
+		args     []string
+		want     []string // in stderr
+		wantNone []string // not in stderr
+	}{
+		{
+			name:     "role that no rule names",
+			args:     []string{"--no-ledger", "--policy", examplePolicy(t, "readonly-agent.yaml"), "--role", "readonly-agent", "--", fakeServerBin},
+			want:     []string{`--role "readonly-agent" ` + roleWarning},
+			wantNone: []string{servedWarning},
+		},
+		{
+			name:     "role named by a rule",
+			args:     []string{"--no-ledger", "--policy", examplePolicy(t, "readonly-agent.yaml"), "--role", "readonly_agent", "--", fakeServerBin},
+			wantNone: []string{roleWarning},
+		},
+		{
+			name:     "policy that reads no role",
+			args:     []string{"--no-ledger", "--policy", policyFile(t, toolResultPolicy), "--role", "dev", "--", fakeServerBin},
+			wantNone: []string{roleWarning},
+		},
+		{
+			name: "decision log and ledger inside the served directory",
+			args: []string{"--decision-log", filepath.Join(served, "logs", "d.jsonl"), "--event-source", "gatehouse://e2e/x",
+				"--state", filepath.Join(served, "ledger.db"), "--", "/bin/true", "--root=" + served},
+			want: []string{"the decision log " + filepath.Join(served, "logs", "d.jsonl") + " is inside " + served + ", " + servedWarning,
+				"the audit ledger " + filepath.Join(served, "ledger.db") + " is inside"},
+		},
+		{
+			name: "evidence beside the served directory",
+			args: []string{"--decision-log", filepath.Join(apart, "d.jsonl"), "--event-source", "gatehouse://e2e/x",
+				"--state", filepath.Join(apart, "ledger.db"), "--", "/bin/true", served},
+			wantNone: []string{servedWarning},
+		},
+	}
+	if err := os.MkdirAll(filepath.Join(served, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, stderr := runGatehouse(t, "", append([]string{"wrap"}, tt.args...)...)
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range tt.wantNone {
+				if strings.Contains(stderr, w) {
+					t.Errorf("stderr has %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}

@@ -99,7 +99,10 @@ func ledgerOpenRO(ctx context.Context, state string) (ledger.Store, string, erro
 	}
 	if _, err := s.Init(ctx, ""); err != nil {
 		s.Close()
-		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("%s: %w", ledgerDisplayDSN(dsn), err)}
+		if shown := ledgerDisplayDSN(dsn); !strings.Contains(err.Error(), shown) {
+			err = fmt.Errorf("%s: %w", shown, err) // named once, not twice
+		}
+		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: err}
 	}
 	return s, dsn, nil
 }
@@ -257,7 +260,7 @@ read.`,
 				b, _ := jsonv2.Marshal(out)
 				fmt.Fprintf(stdout, "%s\n", b)
 			} else {
-				ledgerPrintReport(stdout, rep, time.Since(start))
+				ledgerPrintReport(stdout, rep, time.Since(start), keys)
 			}
 			if verifiers == nil {
 				fmt.Fprintln(stderr, "gatehouse: warning: no --key: checkpoint signatures were NOT checked")
@@ -279,7 +282,7 @@ read.`,
 	return c
 }
 
-func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration) {
+func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration, keys []string) {
 	if rep.Problem != nil {
 		fmt.Fprintf(w, "FAIL ledger %s: %s\n", rep.LedgerID, rep.Problem)
 		if rep.Verified > 0 {
@@ -288,6 +291,16 @@ func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration) {
 			fmt.Fprintf(w, "  no entry verified before it (of %d stored); %d checkpoints verified\n", rep.Size, rep.Checkpoints)
 		}
 		if strings.Contains(rep.Problem.Reason, "not signed by a known key") {
+			// Key names repeat (gatehouse-HOST): the hash tells keys apart.
+			var given []string
+			for _, p := range keys {
+				if v, err := ledger.LoadVerifier(p); err == nil {
+					given = append(given, fmt.Sprintf("%s+%08x (%s)", v.Name(), v.KeyHash(), p))
+				}
+			}
+			if len(given) > 0 {
+				fmt.Fprintf(w, "  the keys given: %s\n", strings.Join(given, ", "))
+			}
 			fmt.Fprintf(w, "  if the signing key was rotated, give every verifier key the ledger was signed with: --key OLD.vkey --key NEW.vkey\n")
 		}
 		return

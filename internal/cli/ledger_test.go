@@ -172,6 +172,10 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	if !strings.Contains(out, "not signed by a known key (it claims to be signed by \""+signer+"+") || !strings.Contains(out, "--key OLD.vkey --key NEW.vkey") {
 		t.Errorf("wrong-key report does not name the signer %q or the remedy:\n%s", signer, out)
 	}
+	// Both keys are named gw-test: the report tells them apart by hash.
+	if !strings.Contains(out, "the keys given: gw-test+") || !strings.Contains(out, "("+filepath.Join(dir, "gw-test.vkey")+")") {
+		t.Errorf("wrong-key report does not name the key given:\n%s", out)
+	}
 	// Both keys, as after a rotation: it verifies.
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--key", filepath.Join(dir, "gw-test.vkey"), "--key", vkey)
 	wantCode(t, code, 0, out, errOut)
@@ -183,6 +187,9 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	} {
 		out, errOut, code = runLedgerCLI(t, "", append([]string{"ledger", "verify"}, args...)...)
 		wantCode(t, code, 2, out, errOut)
+		if strings.Count(errOut, args[1]) > 1 {
+			t.Errorf("verify %v names %s more than once: %s", args, args[1], errOut)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "missing.db")); err == nil {
 		t.Fatal("verify created the ledger file")

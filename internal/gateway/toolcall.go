@@ -22,7 +22,7 @@ const (
 	// differs from one of the tool's inputSchema properties only in case.
 	RuleArgumentNameCase   = "argument_name_case"
 	reasonArgumentNameCase = "an argument name differs from a property of the tool's inputSchema only in case"
-	reasonUnknownTool      = "the server has not listed this tool"
+	reasonUnknownTool      = "this tool is not in the server's tools/list as the gateway has seen it"
 )
 
 // toolCallParams are the parts of tools/call params the gateway reads.

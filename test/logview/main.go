@@ -49,6 +49,10 @@ type event struct {
 		ToolCallID         string          `json:"tool_call_id"`
 		ToolCallIDStrength string          `json:"tool_call_id_strength"`
 		PolicyName         string          `json:"policy_name"`
+		Shadow             *struct {
+			Action      string `json:"action"`
+			MatchedRule string `json:"matched_rule"`
+		} `json:"shadow"`
 	} `json:"data"`
 }
 
@@ -150,7 +154,13 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 		if d.ToolCallIDStrength != "" {
 			callID += " (" + d.ToolCallIDStrength + ")"
 		}
-		fmt.Fprintf(w, "%s\tdecision\t%s\t%s\t%s\t%s\t%s\t%s\n", ts, d.Tool, strings.ToUpper(d.Decision), d.MatchedRule, id, callID, d.Reason)
+		reason := d.Reason
+		if d.Shadow != nil {
+			// What a shadow rule would have done: the point of running
+			// it in shadow mode.
+			reason += fmt.Sprintf(" [shadow: %s would %s]", orDash(d.Shadow.MatchedRule), strings.ToUpper(orDash(d.Shadow.Action)))
+		}
+		fmt.Fprintf(w, "%s\tdecision\t%s\t%s\t%s\t%s\t%s\t%s\n", ts, d.Tool, strings.ToUpper(d.Decision), d.MatchedRule, id, callID, reason)
 	case typeStart:
 		fmt.Fprintf(w, "%s\tsession start\t\t\t\t\t\tpolicy %s\n", ts, orDash(d.PolicyName))
 	case typeStop:

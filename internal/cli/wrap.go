@@ -156,9 +156,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			return configError("%v", err)
 		}
 		pol = p
-		if f.role != "" && pol.ReadsRole() && !pol.MentionsString(f.role) {
-			fmt.Fprintf(stderr, "gatehouse: warning: --role %q appears in no rule of policy %s: rules that test principal.role will not match it\n", f.role, f.policyPath)
-		}
+		warnUnnamedRole(stderr, pol, f.role, f.policyPath)
 	} else {
 		fmt.Fprintln(stderr, DefaultPolicyNotice)
 	}

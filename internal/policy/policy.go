@@ -337,6 +337,10 @@ func (p *Policy) Name() string { return p.name }
 // every decision (evidence.md §5).
 func (p *Policy) Version() string { return p.version }
 
+// DefaultAction returns defaults.action: the action when no enforce rule
+// matches.
+func (p *Policy) DefaultAction() Action { return p.defaultAction }
+
 // Settings returns the policy's defaults other than the default action.
 func (p *Policy) Settings() Settings { return p.settings }
 

@@ -53,19 +53,21 @@ func BenchmarkCanonical(b *testing.B) {
 
 // BenchmarkWriteCanonical hashes a tool result as servers send it (content
 // members out of order, 1 KiB of canonical structuredContent) and the
-// indented audit event: taking every value apart against the encoder alone
-// (why values under splitMinBytes are not taken apart).
+// indented audit event, and a 120 KB array of small unsorted objects:
+// WriteCanonical as it is, taking every value apart, and the encoder alone
+// (why values under splitMinBytes, and containers without a part that big,
+// are not taken apart).
 func BenchmarkWriteCanonical(b *testing.B) {
 	_, indented := benchInputs(b)
 	result := []byte(`{"content":[{"type":"text","text":"ok"}],"structuredContent":{"data":"` + strings.Repeat("abcdefgh", 128) + `","n":[1,2,3]}}`)
 	for _, in := range []struct {
 		name string
 		b    []byte
-	}{{"tool-result", result}, {"indented", indented}} {
+	}{{"tool-result", result}, {"indented", indented}, {"small-objects", []byte("[" + strings.Repeat(`{"type":"text","text":"line"},`, 4000) + `{}]`)}} {
 		for _, path := range []struct {
 			name  string
 			write func(io.Writer, []byte) error
-		}{{"split", func(w io.Writer, b []byte) error { return writeCanonical(w, b, 0) }}, {"encoder", encodeCanonical}} {
+		}{{"WriteCanonical", WriteCanonical}, {"split-all", func(w io.Writer, b []byte) error { return writeCanonical(w, b, 0) }}, {"encoder", encodeCanonical}} {
 			b.Run(in.name+"/"+path.name, func(b *testing.B) {
 				h := sha256.New()
 				b.SetBytes(int64(len(in.b)))

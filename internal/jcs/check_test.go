@@ -367,6 +367,13 @@ func TestWriteCanonicalSplit(t *testing.T) {
 		`[{"b":1,"a":2}`,
 		`{"b":1,"a":12345678901234567890}`,
 		`[1,{"b":1e400,"a":1}]`,
+		`{"a":1,"\u0061":2}`,
+		`{"b":[1.0],"` + strings.Repeat("n", maxSplitName+1) + `":{"y":1,"x":2}}`,
+		`{"` + strings.Repeat("n", maxSplitName+1) + `":1,"` + strings.Repeat("n", maxSplitName+1) + `":2}`,
+		`{"` + strings.Repeat("n", maxSplitName+1) + `":1} x`,
+		`[` + strings.Repeat(`{"b":1,"a":2},`, maxSplitParts) + `1.0]`,
+		`[` + strings.Repeat(`{"b":1,"a":2},`, maxSplitParts) + `1.0] x`,
+		`{"z":[` + strings.Repeat(`1,`, maxSplitParts) + `{"b":1,"a":2}],"a":1.0}`,
 	} {
 		var w bytes.Buffer
 		err := writeCanonical(&w, []byte(in), 0) // everything taken apart
@@ -374,6 +381,31 @@ func TestWriteCanonicalSplit(t *testing.T) {
 		if errClass(err) != errClass(rerr) || err == nil && !bytes.Equal(w.Bytes(), ref) {
 			t.Errorf("WriteCanonical(%s) = %q, %v; reference %q, %v", in, w.Bytes(), err, ref, rerr)
 		}
+	}
+}
+
+// TestWriteCanonicalManySmallParts: a big array of small unsorted objects
+// (nothing worth not copying) goes through the encoder in one pass, not an
+// encoder per element: a bounded number of allocations, whatever its
+// length.
+func TestWriteCanonicalManySmallParts(t *testing.T) {
+	in := []byte("[" + strings.Repeat(`{"type":"text","text":"line"},`, 40000) + `{"b":1,"a":2}]`)
+	if len(in) < splitMinBytes {
+		t.Fatal("the input is too small to be taken apart")
+	}
+	h := sha256.New()
+	allocs := testing.AllocsPerRun(3, func() {
+		h.Reset()
+		if err := WriteCanonical(h, in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 500 {
+		t.Errorf("WriteCanonical of %d small objects: %.0f allocations", 40001, allocs)
+	}
+	ref, _ := canonicalReference(in)
+	if want := sha256.Sum256(ref); !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Fatal("the hash differs from the reference's canonical form")
 	}
 }
 

@@ -96,11 +96,12 @@ const maxSplitDepth = 4
 
 // writeSplit writes the canonical form of raw, a JSON value whose numbers
 // are exact (WriteCanonical checked them), at depth levels below the top:
-// as it is when canonical, taken apart when it is an object or an array
-// and depth allows, and through the encoder otherwise. The decoders that
-// take it apart reject what the encoder would (invalid UTF-8, duplicate
-// names, bad syntax), and at the top what follows the value; the value
-// below the top is one jsontext already read whole.
+// as it is when canonical; taken apart when it is an object or an array
+// of splitMin bytes or more with a member or element that size or more
+// (the part worth not copying), depth allowing; through the encoder
+// otherwise. The decoder that takes it apart rejects what the encoder
+// would (invalid UTF-8, duplicate names, bad syntax; at the top, what
+// follows the value) before anything is written.
 func writeSplit(w io.Writer, raw []byte, depth, splitMin int) error {
 	if depth > 0 && isCanonical(raw) {
 		_, err := w.Write(raw)
@@ -110,102 +111,135 @@ func writeSplit(w io.Writer, raw []byte, depth, splitMin int) error {
 		return encodeCanonical(w, raw)
 	}
 	d := jsontext.NewDecoder(bytes.NewBuffer(raw))
-	var err error
-	switch d.PeekKind() {
-	case '{':
-		err = writeObject(w, raw, d, depth, splitMin)
-	case '[':
-		err = writeArray(w, raw, d, depth, splitMin)
-	default:
+	kind := d.PeekKind()
+	if kind != '{' && kind != '[' {
 		return encodeCanonical(w, raw)
 	}
-	if err != nil || depth > 0 {
+	parts, err := readParts(d, depth == 0)
+	if err == errLongName || err == errManyParts {
+		// Names are copied and sorted, parts kept: a huge name or a
+		// great many parts are the encoder's to handle (which also
+		// finds any fault after them).
+		return encodeCanonical(w, raw)
+	}
+	if err != nil {
 		return err
 	}
-	if _, err := d.ReadToken(); err != nil { // the closing '}' or ']'
-		return fmt.Errorf("jcs: canonical JSON: %w", err)
+	big := false
+	for _, p := range parts {
+		big = big || p.end-p.start >= int64(splitMin)
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		if err == nil {
-			err = errors.New("more than one top-level value")
-		}
-		return fmt.Errorf("jcs: canonical JSON: %w", err)
+	if !big {
+		// Many small parts: one pass of the encoder beats a pass per
+		// part.
+		return encodeCanonical(w, raw)
 	}
-	return nil
-}
-
-// writeObject writes the object d is at (d reads raw from its start):
-// members sorted by the UTF-16 code units of their names (RFC 8785
-// §3.2.3), names in canonical string form, values by writeSplit. Values are
-// kept as offsets into raw, never copied.
-func writeObject(w io.Writer, raw []byte, d *jsontext.Decoder, depth, splitMin int) error {
-	type member struct {
-		name       []byte // decoded
-		start, end int64  // the value's bytes in raw
+	if kind == '{' {
+		// RFC 8785 §3.2.3: members sorted by the UTF-16 code units of
+		// their names.
+		slices.SortFunc(parts, func(a, b part) int { return compareNames(a.name, b.name) })
 	}
-	var ms []member
-	if _, err := d.ReadToken(); err != nil { // '{'
-		return fmt.Errorf("jcs: canonical JSON: %w", err)
-	}
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return fmt.Errorf("jcs: canonical JSON: %w", err)
-		}
-		name := []byte(tok.String())
-		v, err := d.ReadValue()
-		if err != nil {
-			return fmt.Errorf("jcs: canonical JSON: %w", err)
-		}
-		end := d.InputOffset()
-		ms = append(ms, member{name: name, start: end - int64(len(v)), end: end})
-	}
-	slices.SortFunc(ms, func(a, b member) int { return compareNames(a.name, b.name) })
-	buf := []byte{'{'}
-	for i, m := range ms {
+	buf := []byte{byte(kind)}
+	for i, p := range parts {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(AppendString(buf, string(m.name)), ':')
+		if kind == '{' {
+			buf = append(AppendString(buf, string(p.name)), ':')
+		}
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}
 		buf = buf[:0]
-		if err := writeSplit(w, raw[m.start:m.end], depth+1, splitMin); err != nil {
+		if err := writeSplit(w, raw[p.start:p.end], depth+1, splitMin); err != nil {
 			return err
 		}
 	}
-	_, err := w.Write(append(buf, '}'))
+	closer := byte('}')
+	if kind == '[' {
+		closer = ']'
+	}
+	_, err = w.Write(append(buf, closer))
 	return err
 }
 
-// writeArray writes the array d is at: its elements in order, each by
-// writeSplit.
-func writeArray(w io.Writer, raw []byte, d *jsontext.Decoder, depth, splitMin int) error {
-	if _, err := d.ReadToken(); err != nil { // '['
-		return fmt.Errorf("jcs: canonical JSON: %w", err)
+// maxSplitName is the longest member name (as spelled, quotes aside, in
+// bytes) of an object writeSplit takes apart.
+const maxSplitName = 4 << 10
+
+// maxSplitParts is the most members or elements of an object or array
+// writeSplit takes apart.
+const maxSplitParts = 1024
+
+// errLongName and errManyParts: readParts met a name longer than
+// maxSplitName, or more than maxSplitParts parts.
+var (
+	errLongName  = errors.New("jcs: member name too long to take the object apart")
+	errManyParts = errors.New("jcs: too many parts to take the value apart")
+)
+
+// part is a member of an object (name decoded) or an element of an array
+// (no name) as readParts finds it: the value's bytes are raw[start:end] of
+// the decoder's input.
+type part struct {
+	name       []byte
+	start, end int64
+}
+
+// readParts reads the object or array d is at (d reads raw from its start)
+// to its end, and with top the end of the input after it (only whitespace
+// may follow). Values are validated by jsontext and kept as offsets, never
+// copied.
+func readParts(d *jsontext.Decoder, top bool) ([]part, error) {
+	wrap := func(err error) error { return fmt.Errorf("jcs: canonical JSON: %w", err) }
+	open, err := d.ReadToken()
+	if err != nil {
+		return nil, wrap(err)
 	}
-	sep := []byte{'['}
-	for d.PeekKind() != ']' {
+	closer := jsontext.Kind('}')
+	if open.Kind() == '[' {
+		closer = ']'
+	}
+	var parts []part
+	for d.PeekKind() != closer {
+		var p part
+		if closer == '}' {
+			// The name as it is spelled (no copy), decoded only when
+			// short: a huge one is left to the encoder.
+			n, err := d.ReadValue()
+			if err != nil {
+				return nil, wrap(err)
+			}
+			if len(n) > maxSplitName+2 {
+				return nil, errLongName
+			}
+			if p.name, err = jsontext.AppendUnquote(nil, n); err != nil {
+				return nil, wrap(err)
+			}
+		}
 		v, err := d.ReadValue()
 		if err != nil {
-			return fmt.Errorf("jcs: canonical JSON: %w", err)
+			return nil, wrap(err)
 		}
-		end := d.InputOffset()
-		if _, err := w.Write(sep); err != nil {
-			return err
+		p.end = d.InputOffset()
+		p.start = p.end - int64(len(v))
+		if len(parts) == maxSplitParts {
+			return nil, errManyParts
 		}
-		sep[0] = ','
-		if err := writeSplit(w, raw[end-int64(len(v)):end], depth+1, splitMin); err != nil {
-			return err
+		parts = append(parts, p)
+	}
+	if _, err := d.ReadToken(); err != nil { // the closer
+		return nil, wrap(err)
+	}
+	if top {
+		if _, err := d.ReadToken(); err != io.EOF {
+			if err == nil {
+				err = errors.New("more than one top-level value")
+			}
+			return nil, wrap(err)
 		}
 	}
-	if sep[0] == '[' {
-		_, err := w.Write([]byte("[]"))
-		return err
-	}
-	_, err := w.Write([]byte{']'})
-	return err
+	return parts, nil
 }
 
 // encodeCanonical writes the canonical form of raw through jsontext's

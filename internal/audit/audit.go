@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
@@ -238,6 +239,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	if tf == nil {
 		tf = r.tools.get(c)
 	}
+	synthesized := false
 	if sr == nil {
 		// No receipt from the server: the gateway's own, synthesized at
 		// the host boundary from what it observed (status empty), encoded
@@ -245,6 +247,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		syn := evidence.Synthesize(facts, tf.intent, time.Now())
 		if b, err := evidence.CanonicalJSON(syn); err == nil {
 			raw, sr = b, syn
+			synthesized = true
 		}
 	}
 	// evidence.Normalize with the receipt (when it has no conflicts) is
@@ -257,7 +260,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID
-		if err := ledger.CheckRecordID(sr.ReceiptID); err != nil {
+		if !serverReceiptIDUsable(sr.ReceiptID, synthesized) {
 			// Stored and referenced all the same, under an id of the
 			// gateway's: the receipt is the server's evidence.
 			rc.ServerReceiptID = evidence.NewUnnamedReceiptID()
@@ -357,4 +360,17 @@ func errorClass(err error) string {
 		return "a number JSON cannot carry exactly"
 	}
 	return "not strict JSON"
+}
+
+// serverReceiptIDUsable reports whether id, the receipt_id of a receipt
+// the server sent (synthesized false) or the gateway synthesized, can name
+// it in the ledger: a valid record id (ledger.CheckRecordID) and, for the
+// server's, outside the prefixes the gateway gives its own receipts, so
+// that a server can neither pass its receipt off as the gateway's nor join
+// another call's lineage.
+func serverReceiptIDUsable(id string, synthesized bool) bool {
+	if ledger.CheckRecordID(id) != nil {
+		return false
+	}
+	return synthesized || !strings.HasPrefix(id, evidence.PrefixSynthesizedReceipt) && !strings.HasPrefix(id, evidence.PrefixUnnamedReceipt)
 }

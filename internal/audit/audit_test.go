@@ -174,6 +174,10 @@ func TestReceiptWithoutUsableID(t *testing.T) {
 		"not a string":      func(m map[string]any) { m["receipt_id"] = 7 },
 		"control character": func(m map[string]any) { m["receipt_id"] = "r\n1" },
 		"too long":          func(m map[string]any) { m["receipt_id"] = strings.Repeat("r", ledger.MaxRecordID+1) },
+		"gateway's prefix": func(m map[string]any) {
+			m["receipt_id"] = evidence.PrefixSynthesizedReceipt + "01M8PHBNSK235C3GXTW74EHMGT"
+		},
+		"unnamed prefix": func(m map[string]any) { m["receipt_id"] = evidence.PrefixUnnamedReceipt + "01M8PHBNSK235C3GXTW74EHMGT" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			led := &memLedger{}
@@ -193,7 +197,8 @@ func TestReceiptWithoutUsableID(t *testing.T) {
 				t.Fatalf("entries %s, want %s", got, want)
 			}
 			stored := led.entries[2]
-			if !strings.HasPrefix(stored.RecordID, evidence.PrefixUnnamedReceipt) || !bytes.Contains(stored.Payload, []byte(`"receipt_signature"`)) {
+			if !strings.HasPrefix(stored.RecordID, evidence.PrefixUnnamedReceipt) || stored.RecordID == evidence.PrefixUnnamedReceipt+"01M8PHBNSK235C3GXTW74EHMGT" ||
+				!bytes.Contains(stored.Payload, []byte(`"receipt_signature"`)) {
 				t.Fatalf("server receipt stored as %s: %s", stored.RecordID, stored.Payload)
 			}
 			out := led.payload(t, KindGatewayDecision, 1)

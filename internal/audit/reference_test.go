@@ -147,6 +147,7 @@ func (r *refRecorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait fu
 		conflicts = len(cs)
 		rc.Warnings = append(rc.Warnings, cs...)
 	}
+	synthesized := false
 	if sr == nil {
 		// No receipt from the server: the gateway's own, synthesized at
 		// the host boundary from what it observed (status empty).
@@ -155,6 +156,7 @@ func (r *refRecorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait fu
 		syn := evidence.Synthesize(facts, intent, time.Now())
 		if b, err := json.Marshal(syn); err == nil {
 			raw, sr = b, syn
+			synthesized = true
 		}
 	}
 	tool := c.Tool
@@ -166,7 +168,7 @@ func (r *refRecorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait fu
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID
-		if err := ledger.CheckRecordID(sr.ReceiptID); err != nil {
+		if !serverReceiptIDUsable(sr.ReceiptID, synthesized) {
 			// Stored and referenced all the same, under an id of the
 			// gateway's: the receipt is the server's evidence.
 			rc.ServerReceiptID = evidence.NewUnnamedReceiptID()

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,6 +44,50 @@ func TestLedgerCell(t *testing.T) {
 	} {
 		if got := ledgerCell(tc.in, tc.width); got != tc.want {
 			t.Errorf("ledgerCell(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
+		}
+	}
+}
+
+// TestLedgerDisplayDSN: a PostgreSQL password never reaches a message,
+// wherever the URL carries it.
+func TestLedgerDisplayDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"/var/lib/gatehouse/ledger.db":                                  "/var/lib/gatehouse/ledger.db",
+		"postgres://u@127.0.0.1:5432/db":                                "postgres://u@127.0.0.1:5432/db",
+		"postgres://u:hunter2@127.0.0.1:5432/db":                        "postgres://u:xxxxx@127.0.0.1:5432/db",
+		"postgres://u@127.0.0.1/db?password=hunter2":                    "postgres://u@127.0.0.1/db?password=xxxxx",
+		"postgresql://u@h/db?sslmode=disable&sslpassword=hunter2":       "postgresql://u@h/db?sslmode=disable&sslpassword=xxxxx",
+		"postgres://u:a@h/db?PASSWORD=hunter2&application_name=gateway": "postgres://u:xxxxx@h/db?PASSWORD=xxxxx&application_name=gateway",
+	} {
+		got := ledgerDisplayDSN(in)
+		if strings.Contains(got, "hunter2") || !strings.Contains(got, "xxxxx") && strings.Contains(in, "hunter2") {
+			t.Errorf("ledgerDisplayDSN(%q) = %q", in, got)
+		}
+		if !strings.Contains(in, "?") && got != want {
+			t.Errorf("ledgerDisplayDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestResolvePath: links are resolved in paths that do not exist yet, and
+// in links whose target does not exist yet (where a file will be written).
+func TestResolvePath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "real")
+	os.Mkdir(real, 0o700)
+	os.Symlink(real, filepath.Join(dir, "link"))
+	os.Symlink(filepath.Join("real", "later.db"), filepath.Join(dir, "dangling"))
+	for in, want := range map[string]string{
+		filepath.Join(dir, "link"):                      real,
+		filepath.Join(dir, "link", "gatehouse", "x.db"): filepath.Join(real, "gatehouse", "x.db"),
+		filepath.Join(dir, "dangling"):                  filepath.Join(real, "later.db"),
+		filepath.Join(dir, "real", "..", "link", "a"):   filepath.Join(real, "a"),
+	} {
+		if got := resolvePath(in); got != want {
+			t.Errorf("resolvePath(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

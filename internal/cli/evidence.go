@@ -65,7 +65,7 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, stderr io.W
 	}
 	led, err := ledger.Open(ctx, dsn, ledger.Options{Signer: signer})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--state %s: %w", redactDSN(dsn), err)
+		return nil, nil, fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)
 	}
 	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger})
 	if err != nil {
@@ -157,21 +157,4 @@ func writeNew(path, content string, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// redactDSN hides a password in a postgres:// URL for error messages.
-func redactDSN(dsn string) string {
-	if !strings.Contains(dsn, "://") {
-		return dsn
-	}
-	at := strings.LastIndex(dsn, "@")
-	scheme := strings.Index(dsn, "://") + 3
-	if at < scheme {
-		return dsn
-	}
-	userinfo := dsn[scheme:at]
-	if i := strings.Index(userinfo, ":"); i >= 0 {
-		return dsn[:scheme] + userinfo[:i] + ":****" + dsn[at:]
-	}
-	return dsn
 }

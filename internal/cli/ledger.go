@@ -69,7 +69,10 @@ func ledgerState(state string) (string, error) {
 	return ledger.DefaultPath()
 }
 
-// ledgerDisplayDSN hides a PostgreSQL password in messages.
+// ledgerDisplayDSN is dsn as messages show it: a PostgreSQL URL with its
+// password hidden, both the one in the user information and any query
+// parameter whose name contains "password" (password=, sslpassword=); a
+// file path unchanged.
 func ledgerDisplayDSN(dsn string) string {
 	if !ledger.IsPostgresDSN(dsn) {
 		return dsn
@@ -80,6 +83,15 @@ func ledgerDisplayDSN(dsn string) string {
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q.Set(k, "xxxxx")
+			}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.String()
 }
@@ -335,7 +347,6 @@ type ledgerPayloadFields struct {
 	ToolName          string
 	ServerID          string
 	Action            string
-	ReceiptID         string
 	ServerReceiptID   string
 	GatewayDecisionID string
 	AuditEventID      string
@@ -363,8 +374,6 @@ func ledgerFields(payload []byte) ledgerPayloadFields {
 			dst = &f.ServerID
 		case "action":
 			dst = &f.Action
-		case "receipt_id":
-			dst = &f.ReceiptID
 		case "server_receipt_id":
 			dst = &f.ServerReceiptID
 		case "gateway_decision_id":
@@ -390,7 +399,12 @@ func ledgerFields(payload []byte) ledgerPayloadFields {
 // ledgerLinks returns the ids an entry is known by or points to.
 func ledgerLinks(e *ledger.Entry, f *ledgerPayloadFields) []string {
 	var out []string
-	for _, s := range []string{e.RecordID, f.ReceiptID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID} {
+	// A server receipt's own receipt_id is not followed: its record_id
+	// is the id the gateway references, and the two differ only for a
+	// receipt stored under an id of the gateway's because its own was
+	// unusable, where following it would join every call whose receipt
+	// carried the same unusable id.
+	for _, s := range []string{e.RecordID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID} {
 		if s != "" {
 			out = append(out, s)
 		}
@@ -411,9 +425,9 @@ server_id and action; --kind and --record the entry's kind and record_id;
 
 --lineage ID prints the entries linked to ID in both directions: starting
 from any server receipt id, gateway decision id or audit event id, it follows
-record_id and the payload members receipt_id, server_receipt_id,
-gateway_decision_id and audit_event_id until no new id appears (the lineage
-server_receipt_id -> gateway_decision_id -> audit_event_id).
+record_id and the payload members server_receipt_id, gateway_decision_id and
+audit_event_id until no new id appears (the lineage server_receipt_id ->
+gateway_decision_id -> audit_event_id).
 
 show does not verify the ledger (see "ledger verify").
 

@@ -437,3 +437,34 @@ func TestLedgerCommandsPointToDefaults(t *testing.T) {
 		t.Fatalf("checkpoint without --key: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestLedgerLineageUnnamedReceipts: two calls whose receipts carried the
+// same unusable receipt_id (stored under ids of the gateway's) keep
+// separate lineages.
+func TestLedgerLineageUnnamedReceipts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ctx := context.Background()
+	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "unnamed-test", CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"A", "B"} {
+		for _, rec := range []struct{ kind, id, payload string }{
+			{ledger.KindServerReceipt, "mcp_rcpt_unnamed_" + c, `{"receipt_id":"r\n1","tool_name":"t"}`},
+			{ledger.KindGatewayDecision, "gw_dec_" + c, `{"audit_event_id":"audit_` + c + `","gateway_decision_id":"gw_dec_` + c + `","server_receipt_id":"mcp_rcpt_unnamed_` + c + `"}`},
+			{ledger.KindAuditEvent, "audit_" + c, `{"audit_event_id":"audit_` + c + `","gateway_decision_id":"gw_dec_` + c + `","server_receipt_id":"mcp_rcpt_unnamed_` + c + `"}`},
+		} {
+			if _, err := l.Append(ctx, rec.kind, rec.id, []byte(rec.payload)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLedgerCLI(t, "", "ledger", "show", "--state", path, "--lineage", "mcp_rcpt_unnamed_A")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, "audit_A") || strings.Contains(out, "_B") {
+		t.Fatalf("--lineage mcp_rcpt_unnamed_A:\n%s", out)
+	}
+}

@@ -46,7 +46,10 @@ file cannot be read, 64 usage.`,
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			p, err := policy.Load(args[0])
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				// Missing, a directory, no permission, a link loop: the
+				// file could not be read at all.
 				return &exitError{code: policyExitUnreadable, err: err}
 			}
 			if err != nil {

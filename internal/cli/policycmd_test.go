@@ -29,6 +29,7 @@ func TestPolicyCheck(t *testing.T) {
 		{"role not named", []string{example, "--role", "readonly-agent"}, 0, "OK policy", `--role "readonly-agent" appears in no rule`, ""},
 		{"invalid", []string{bad}, 1, "", bad + ":5: rule r: condition", ""},
 		{"unreadable", []string{unreadable}, 2, "", "no such file", ""},
+		{"a directory", []string{dir}, 2, "", "is a directory", ""},
 		{"no file", nil, 64, "", "want one policy FILE", ""},
 		{"two files", []string{example, example}, 64, "", "got 2 arguments", ""},
 		{"unknown flag", []string{example, "--rol", "x"}, 64, "", "unknown flag", ""},

@@ -201,8 +201,11 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		return configError("--request-receipts-out: %v", err)
 	}
 	evidenceFiles := map[string]string{"the decision log": f.decisionLog, "the request-decision receipts": f.receiptsPath}
-	if !f.noLedger && !ledger.IsPostgresDSN(f.state) {
-		evidenceFiles["the audit ledger"] = f.state
+	if !f.noLedger {
+		if !ledger.IsPostgresDSN(f.state) {
+			evidenceFiles["the audit ledger"] = f.state
+		}
+		// The signing key is a file with either store.
 		key := f.ledgerKey
 		if key == "" {
 			if dir, err := defaultStateDir(); err == nil {
@@ -344,15 +347,6 @@ func checkOutput(path string, others []string) error {
 // resolving symbolic links; arguments that are not existing directories
 // are ignored. It never fails: it only warns.
 func warnServedEvidence(stderr io.Writer, args []string, files map[string]string) {
-	resolve := func(p string) string {
-		if abs, err := filepath.Abs(p); err == nil {
-			p = abs
-		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		return p
-	}
 	labels := make([]string, 0, len(files))
 	for label, p := range files {
 		if p != "" {
@@ -373,12 +367,10 @@ func warnServedEvidence(stderr io.Writer, args []string, files map[string]string
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			continue
 		}
-		root := resolve(dir)
+		root := resolvePath(dir)
 		for _, label := range labels {
 			p := files[label]
-			// The file may not exist yet; its directory does (checked).
-			at := filepath.Join(resolve(filepath.Dir(p)), filepath.Base(p))
-			rel, err := filepath.Rel(root, at)
+			rel, err := filepath.Rel(root, resolvePath(p))
 			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || warned[label] {
 				continue
 			}
@@ -386,4 +378,32 @@ func warnServedEvidence(stderr io.Writer, args []string, files map[string]string
 			fmt.Fprintf(stderr, "gatehouse: warning: %s %s is inside %s, which the server is given: the server (and the agent through it) may read or change it; keep evidence outside what the server can reach\n", label, p, dir)
 		}
 	}
+}
+
+// resolvePath returns p absolute, with every symbolic link resolved: the
+// file itself when it is a link (even one whose target does not exist
+// yet), and the longest prefix of p that exists when p does not, the rest
+// appended as it is.
+func resolvePath(p string) string { return resolveLinks(p, 0) }
+
+func resolveLinks(p string, depth int) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	if dir == p || base == "" || depth > 40 { // 40: the kernel's own limit on links followed
+		return p
+	}
+	if target, err := os.Readlink(p); err == nil {
+		// A link to a file not created yet: where it will be.
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		return resolveLinks(target, depth+1)
+	}
+	return filepath.Join(resolveLinks(dir, depth+1), base)
 }

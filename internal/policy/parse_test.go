@@ -347,10 +347,15 @@ func TestMentionsString(t *testing.T) {
 		t.Error("ReadsRole: readonly-agent.yaml tests principal.role")
 	}
 	for cond, want := range map[string]bool{
-		`tool.side_effect != "read_only"`:  false,
-		`principal.id == "ci"`:             false,
-		`principal["role"] == "dev"`:       true,
-		`principal.role in ["dev", "ops"]`: true,
+		`tool.side_effect != "read_only"`:               false,
+		`principal.id == "ci"`:                          false,
+		`principal["role"] == "dev"`:                    true,
+		`principal.role in ["dev", "ops"]`:              true,
+		`principal . role == "admin"`:                   true,
+		`principal[ 'role' ] == 'admin'`:                true,
+		`principal.?role.orValue("") == "admin"`:        true,
+		`principal.id == "ci" && principal.role == "x"`: true,
+		`principal . id == "ci"`:                        false,
 	} {
 		q, err := Parse("t.yaml", []byte("name: t\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+strings.ReplaceAll(cond, "'", "''")+"'\n    action: deny\n    reason: r\n"))
 		if err != nil {

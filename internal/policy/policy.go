@@ -19,6 +19,7 @@ package policy
 
 import (
 	"github.com/google/cel-go/cel"
+	"regexp"
 	"strings"
 )
 
@@ -265,17 +266,25 @@ func (p *Policy) MentionsString(v string) bool {
 	return false
 }
 
-// ReadsRole reports whether any rule's condition reads the principal's
-// role (principal.role, or principal["role"]): only then can a --role that
-// no rule names be a mistake worth a warning.
+// ReadsRole reports whether any rule's condition may read the principal's
+// role: whether it mentions `principal` other than as principal.id (so
+// principal.role, principal . role, principal["role"], principal.?role and
+// the whole map all count). Only then can a --role that no rule names be a
+// mistake worth a warning. It errs on the side of true (a mention inside a
+// string literal counts).
 func (p *Policy) ReadsRole() bool {
 	for _, r := range p.rules {
-		if strings.Contains(r.src, "principal.role") || strings.Contains(r.src, `principal["role"]`) || strings.Contains(r.src, `principal['role']`) {
+		if principalWord.MatchString(principalID.ReplaceAllString(r.src, "")) {
 			return true
 		}
 	}
 	return false
 }
+
+var (
+	principalWord = regexp.MustCompile(`\bprincipal\b`)
+	principalID   = regexp.MustCompile(`\bprincipal\s*\.\s*id\b`)
+)
 
 // RuleCount returns the number of rules.
 func (p *Policy) RuleCount() int { return len(p.rules) }

@@ -331,6 +331,17 @@ func TestConfigWarnings(t *testing.T) {
 				"the audit ledger " + filepath.Join(served, "ledger.db") + " is inside"},
 		},
 		{
+			name: "decision log a symbolic link into the served directory",
+			args: []string{"--no-ledger", "--decision-log", filepath.Join(apart, "link.jsonl"), "--event-source", "gatehouse://e2e/x", "--", "/bin/true", served},
+			want: []string{"the decision log " + filepath.Join(apart, "link.jsonl") + " is inside " + served},
+		},
+		{
+			name:     "signing key in the served directory, PostgreSQL ledger",
+			args:     []string{"--state", "postgres://u@127.0.0.1:1/db?password=hunter2", "--ledger-key", filepath.Join(served, "k.skey"), "--", "/bin/true", served},
+			want:     []string{"the ledger signing key " + filepath.Join(served, "k.skey") + " is inside " + served},
+			wantNone: []string{"hunter2"},
+		},
+		{
 			name: "evidence beside the served directory",
 			args: []string{"--decision-log", filepath.Join(apart, "d.jsonl"), "--event-source", "gatehouse://e2e/x",
 				"--state", filepath.Join(apart, "ledger.db"), "--", "/bin/true", served},
@@ -338,6 +349,9 @@ func TestConfigWarnings(t *testing.T) {
 		},
 	}
 	if err := os.MkdirAll(filepath.Join(served, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(served, "logs", "target.jsonl"), filepath.Join(apart, "link.jsonl")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range tests {

@@ -298,7 +298,9 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 				state, n := rec.State()
 				stop.Capture = &decisionlog.Capture{Scope: rec.Scope(), State: state, Records: &n}
 			}
-			if _, err := dlog.Emit(decisionlog.TypeSessionStop, stop); err != nil {
+			// The last event: a burst the client loop still flushes
+			// after the server exited must not land after it.
+			if _, err := dlog.EmitLast(decisionlog.TypeSessionStop, stop); err != nil {
 				logger.Error("decision log write failed", "err", err)
 			}
 		},

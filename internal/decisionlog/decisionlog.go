@@ -196,6 +196,29 @@ func (l *Log) Emit(eventType string, data any) (Event, error) {
 	return ev, nil
 }
 
+// EmitLast is Emit of the log's last event (the session stop event): the
+// log is closed under the same lock right after the write, so no event can
+// follow it in the file, whatever other goroutines still try to write (they
+// get errors wrapping os.ErrClosed). The close error, if any, is returned
+// with the event.
+func (l *Log) EmitLast(eventType string, data any) (Event, error) {
+	ev, err := l.Encode(eventType, data)
+	if err != nil {
+		return Event{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.write(ev.Bytes); err != nil {
+		return Event{}, fmt.Errorf("decision log: write %s event to %s: %w", eventType, l.path, err)
+	}
+	err = l.f.Close()
+	l.f = nil
+	if err != nil {
+		return ev, fmt.Errorf("decision log: close %s: %w", l.path, err)
+	}
+	return ev, nil
+}
+
 // Encode builds the event Emit would write (a new id, the current time)
 // without writing it: its Bytes are one compact line ending in LF, for
 // WriteEvents. It returns an error when eventType is empty or data cannot

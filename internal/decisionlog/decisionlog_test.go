@@ -284,6 +284,44 @@ func TestEmitAfterCloseWrappedError(t *testing.T) {
 	}
 }
 
+// TestEmitLastIsLast: after EmitLast (the session stop event) nothing more
+// reaches the file, from Emit or WriteEvents, however late; Close after it
+// is a no-op.
+func TestEmitLastIsLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	l, err := Open(path, testSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := l.Encode(TypeToolDecision, ToolDecision{Tool: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Emit(TypeToolDecision, ToolDecision{Tool: "early"}); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := l.EmitLast(TypeSessionStop, SessionStop{Reason: "server_exit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.WriteEvents(late.Bytes); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("WriteEvents after EmitLast: %v, want os.ErrClosed", err)
+	}
+	if _, err := l.Emit(TypeToolDecision, ToolDecision{Tool: "later"}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Emit after EmitLast: %v, want os.ErrClosed", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close after EmitLast: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(b, stop.Bytes) || bytes.Count(b, []byte("\n")) != 2 {
+		t.Errorf("the log does not end with the stop event:\n%s", b)
+	}
+}
+
 func TestEmitWriteFailureDevFull(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")

@@ -184,16 +184,7 @@ func (l *Log) Path() string { return l.path }
 // wrapping the cause; a write that failed part-way may have left a partial
 // line, which a verifier rejects.
 func (l *Log) Emit(eventType string, data any) (Event, error) {
-	ev, err := l.Encode(eventType, data)
-	if err != nil {
-		return Event{}, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, err := l.write(ev.Bytes); err != nil {
-		return Event{}, fmt.Errorf("decision log: write %s event to %s: %w", eventType, l.path, err)
-	}
-	return ev, nil
+	return l.emit(eventType, data, false)
 }
 
 // EmitLast is Emit of the log's last event (the session stop event): the
@@ -202,6 +193,11 @@ func (l *Log) Emit(eventType string, data any) (Event, error) {
 // get errors wrapping os.ErrClosed). The close error, if any, is returned
 // with the event.
 func (l *Log) EmitLast(eventType string, data any) (Event, error) {
+	return l.emit(eventType, data, true)
+}
+
+// emit is Emit, and with last EmitLast.
+func (l *Log) emit(eventType string, data any, last bool) (Event, error) {
 	ev, err := l.Encode(eventType, data)
 	if err != nil {
 		return Event{}, err
@@ -211,10 +207,12 @@ func (l *Log) EmitLast(eventType string, data any) (Event, error) {
 	if _, err := l.write(ev.Bytes); err != nil {
 		return Event{}, fmt.Errorf("decision log: write %s event to %s: %w", eventType, l.path, err)
 	}
-	err = l.f.Close()
-	l.f = nil
-	if err != nil {
-		return ev, fmt.Errorf("decision log: close %s: %w", l.path, err)
+	if last {
+		err = l.f.Close()
+		l.f = nil
+		if err != nil {
+			return ev, fmt.Errorf("decision log: close %s: %w", l.path, err)
+		}
 	}
 	return ev, nil
 }

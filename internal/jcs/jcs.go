@@ -1,6 +1,11 @@
 // Package jcs is the JSON Canonicalization Scheme (RFC 8785) as Gatehouse
 // uses it for hashes, signatures and ledger entries: jsontext's
-// canonicalization, after a check that no number would change value.
+// canonicalization, after a check that no number would change value. Its
+// own code only decides what need not be re-encoded: a one-pass check that
+// bytes are canonical already (Check), and, for big values, the outer
+// levels of objects and arrays taken apart so that only the parts that are
+// not canonical go through jsontext (WriteCanonical); both are fuzzed
+// against jsontext's result.
 package jcs
 
 import (

@@ -55,7 +55,7 @@ Exit status: 0 accepted, 1 rejected, 2 an input could not be read.`,
 			}
 			rep, err := verify.Capture(receiptsPath, logPath)
 			if err != nil {
-				return &exitError{code: ExitVerifyUnreadable, err: fmt.Errorf("verify capture: %w", err)}
+				return &exitError{code: ExitVerifyUnreadable, err: err}
 			}
 			if asJSON {
 				err = rep.WriteJSON(stdout)

@@ -228,8 +228,12 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		serverID = filepath.Base(argv[0])
 	}
 	require := f.requireRcpts
-	if require == "" {
-		require = pol.Settings().ReceiptRequirement(serverID)
+	if fromPolicy := pol.Settings().ReceiptRequirement(serverID); require == "" {
+		require = fromPolicy
+	} else if receiptsWeaker(require, fromPolicy) {
+		// Documented as an override, but one that lowers what the
+		// policy file demands should not pass without a word.
+		fmt.Fprintf(stderr, "gatehouse: warning: --require-receipts %s overrides receipts.require %s that policy %s sets for server %q\n", require, fromPolicy, f.policyPath, serverID)
 	}
 	led, rec2, err := openEvidence(ctx, f, require, stderr, logger)
 	if err != nil {
@@ -408,4 +412,13 @@ func resolveLinks(p string, depth int) string {
 		return resolveLinks(target, depth+1)
 	}
 	return filepath.Join(resolveLinks(dir, depth+1), base)
+}
+
+// receiptsWeaker reports whether receipts.require value a demands less than
+// b (none < present < verified).
+func receiptsWeaker(a, b string) bool {
+	rank := map[string]int{policy.ReceiptsNone: 0, policy.ReceiptsPresent: 1, policy.ReceiptsVerified: 2}
+	ra, okA := rank[a]
+	rb, okB := rank[b]
+	return okA && okB && ra < rb
 }

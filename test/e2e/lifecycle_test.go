@@ -342,6 +342,16 @@ func TestConfigWarnings(t *testing.T) {
 			wantNone: []string{"hunter2"},
 		},
 		{
+			name: "--require-receipts weaker than the policy's",
+			args: []string{"--policy", policyFile(t, "name: r\nversion: \"1\"\nreceipts:\n  require: verified\n"), "--require-receipts", "none", "--server-id", "fs", "--", "/bin/true"},
+			want: []string{`--require-receipts none overrides receipts.require verified that policy`, `for server "fs"`},
+		},
+		{
+			name:     "--require-receipts as strict as the policy's",
+			args:     []string{"--policy", policyFile(t, "name: r\nversion: \"1\"\nreceipts:\n  require: present\n"), "--require-receipts", "verified", "--", "/bin/true"},
+			wantNone: []string{"overrides receipts.require"},
+		},
+		{
 			name: "evidence beside the served directory",
 			args: []string{"--decision-log", filepath.Join(apart, "d.jsonl"), "--event-source", "gatehouse://e2e/x",
 				"--state", filepath.Join(apart, "ledger.db"), "--", "/bin/true", served},

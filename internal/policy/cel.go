@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,26 +90,7 @@ var fixedFields = map[string][]string{
 // that variable are its own. The error is "line:column: ..." within the
 // condition.
 func checkFields(a *celast.AST) error {
-	type scoped struct {
-		id   int64
-		name string
-	}
-	shadowed := map[scoped]bool{}
-	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
-		c := e.AsComprehension()
-		names := []string{c.IterVar()}
-		if c.HasIterVar2() {
-			names = append(names, c.IterVar2())
-		}
-		// The iteration variables are bound in the loop condition and step.
-		for _, sub := range []celast.Expr{c.LoopCondition(), c.LoopStep()} {
-			for _, d := range celast.MatchDescendants(celast.NavigateExpr(a, sub), celast.AllMatcher()) {
-				for _, n := range names {
-					shadowed[scoped{d.ID(), n}] = true
-				}
-			}
-		}
-	}
+	shadowed := shadowedNames(a)
 	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.AllMatcher()) {
 		var operand celast.Expr
 		field, ok := "", false
@@ -134,7 +116,7 @@ func checkFields(a *celast.AST) error {
 			continue
 		}
 		name, isVar := variable(operand)
-		if !isVar || shadowed[scoped{operand.ID(), name}] {
+		if !isVar || shadowed[scopedName{operand.ID(), name}] {
 			continue
 		}
 		fields, fixed := fixedFields[name]
@@ -143,6 +125,142 @@ func checkFields(a *celast.AST) error {
 		}
 		loc := a.SourceInfo().GetStartLocation(e.ID())
 		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, name, field, strings.Join(fields, ", "))
+	}
+	return nil
+}
+
+// scopedName is a variable name at one expression (by id).
+type scopedName struct {
+	id   int64
+	name string
+}
+
+// shadowedNames returns the (expression, name) pairs where name is a
+// comprehension's own iteration variable, not the policy variable.
+func shadowedNames(a *celast.AST) map[scopedName]bool {
+	shadowed := map[scopedName]bool{}
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
+		c := e.AsComprehension()
+		names := []string{c.IterVar()}
+		if c.HasIterVar2() {
+			names = append(names, c.IterVar2())
+		}
+		// The iteration variables are bound in the loop condition and step.
+		for _, sub := range []celast.Expr{c.LoopCondition(), c.LoopStep()} {
+			for _, d := range celast.MatchDescendants(celast.NavigateExpr(a, sub), celast.AllMatcher()) {
+				for _, n := range names {
+					shadowed[scopedName{d.ID(), n}] = true
+				}
+			}
+		}
+	}
+	return shadowed
+}
+
+// fieldTypes are the CEL types of the fixed fields that hold a string or
+// a bool, and fieldValues the values of those with a vocabulary.
+var (
+	fieldTypes = map[string]string{
+		"principal.id": "string", "principal.role": "string", "server.id": "string",
+		"tool.name": "string", "tool.known": "bool", "tool.title": "string", "tool.description": "string",
+		"tool.side_effect": "string",
+	}
+	fieldValues = map[string][]string{
+		"tool.side_effect": {mcp.SideEffectReadOnly, mcp.SideEffectMutating, mcp.SideEffectDestructive},
+	}
+)
+
+// checkComparisons refuses a comparison that can never hold, or always
+// holds, because a fixed field is compared with a literal it can never
+// equal: a literal of another type (tool.known == "true": CEL's equality
+// across types is simply false), or a value outside the field's vocabulary
+// (tool.side_effect == "read-only"). Such a typo in a deny rule would fail
+// open without a word. Checked: ==, != and in with a list literal, the
+// field on either side, selected as x.f or x["f"]. The error is
+// "line:column: ..." within the condition.
+func checkComparisons(a *celast.AST) error {
+	shadowed := shadowedNames(a)
+	field := func(e celast.Expr) (string, bool) {
+		var operand celast.Expr
+		var f string
+		switch {
+		case e.Kind() == celast.SelectKind && !e.AsSelect().IsTestOnly():
+			operand, f = e.AsSelect().Operand(), e.AsSelect().FieldName()
+		case e.Kind() == celast.CallKind && e.AsCall().FunctionName() == operators.Index && len(e.AsCall().Args()) == 2:
+			var ok bool
+			if f, ok = constString(e.AsCall().Args()[1]); !ok {
+				return "", false
+			}
+			operand = e.AsCall().Args()[0]
+		default:
+			return "", false
+		}
+		name, isVar := variable(operand)
+		if !isVar || shadowed[scopedName{operand.ID(), name}] {
+			return "", false
+		}
+		path := name + "." + f
+		_, typed := fieldTypes[path]
+		return path, typed
+	}
+	check := func(at celast.Expr, path string, lit celast.Expr, op string) error {
+		if lit.Kind() != celast.LiteralKind {
+			return nil
+		}
+		loc := a.SourceInfo().GetStartLocation(at.ID())
+		v := lit.AsLiteral().Value()
+		want := fieldTypes[path]
+		got := ""
+		switch v.(type) {
+		case string:
+			got = "string"
+		case bool:
+			got = "bool"
+		default:
+			got = fmt.Sprintf("%T", v)
+		}
+		if got != want {
+			text := fmt.Sprint(v)
+			if str, ok := v.(string); ok {
+				text = strconv.Quote(str)
+			}
+			return fmt.Errorf("%d:%d: %s is a %s: %s %s can never hold (compare it with a %s)", loc.Line(), loc.Column()+1, path, want, op, text, want)
+		}
+		if vocab, ok := fieldValues[path]; ok && !slices.Contains(vocab, v.(string)) {
+			return fmt.Errorf("%d:%d: %s is one of %s: %s %q can never hold", loc.Line(), loc.Column()+1, path, strings.Join(vocab, ", "), op, v)
+		}
+		return nil
+	}
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.CallKind)) {
+		call := e.AsCall()
+		args := call.Args()
+		if len(args) != 2 {
+			continue
+		}
+		switch fn := call.FunctionName(); fn {
+		case operators.Equals, operators.NotEquals:
+			op := "=="
+			if fn == operators.NotEquals {
+				op = "!="
+			}
+			for _, pair := range [2][2]celast.Expr{{args[0], args[1]}, {args[1], args[0]}} {
+				if path, ok := field(pair[0]); ok {
+					if err := check(e, path, pair[1], op); err != nil {
+						return err
+					}
+				}
+			}
+		case operators.In:
+			path, ok := field(args[0])
+			if !ok || args[1].Kind() != celast.ListKind {
+				continue
+			}
+			for _, el := range args[1].AsList().Elements() {
+				if err := check(e, path, el, "in"); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -195,6 +313,9 @@ func compileCondition(src string) (prg cel.Program, loops bool, err error) {
 		return nil, false, fmt.Errorf("type is %s, want bool%s", t, hint)
 	}
 	if err := checkFields(ast.NativeRep()); err != nil {
+		return nil, false, err
+	}
+	if err := checkComparisons(ast.NativeRep()); err != nil {
 		return nil, false, err
 	}
 	loops = len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0

@@ -370,6 +370,38 @@ func TestMentionsString(t *testing.T) {
 // TestFixedFields: selecting a member principal, server or tool never has
 // is refused at load; free-form maps (annotations, arguments, meta) are not
 // checked.
+// TestImpossibleComparisons: a fixed field compared with a literal it can
+// never equal (another type, or a value outside its vocabulary) is refused
+// at load, naming the field and what it holds: in a deny rule such a typo
+// would never match, failing open.
+func TestImpossibleComparisons(t *testing.T) {
+	for _, tc := range []struct {
+		when string
+		want string // "" accepted; otherwise in the error
+	}{
+		{`tool.known == true && tool.side_effect in ["read_only", "mutating"] && principal.role != "x"`, ""},
+		{`tool.side_effect == "destructive" || "read_only" == tool.side_effect`, ""},
+		{`tool.annotations.readOnlyHint == "true" && arguments.flag == "true"`, ""}, // free-form maps: anything goes
+		{`[{"known": "x"}].exists(tool, tool.known == "x")`, ""},                     // a comprehension variable
+		{`tool.known == "true"`, `condition: 1:12: tool.known is a bool: == "true" can never hold (compare it with a bool)`},
+		{`"true" != tool.known`, `tool.known is a bool: != "true"`},
+		{`principal.role == 1`, `principal.role is a string: == 1 can never hold`},
+		{`tool["known"] == "yes"`, `tool.known is a bool`},
+		{`tool.side_effect == "read-only"`, `tool.side_effect is one of read_only, mutating, destructive: == "read-only" can never hold`},
+		{`tool.side_effect != "readonly"`, `!= "readonly"`},
+		{`tool.side_effect in ["read_only", "write"]`, `in "write" can never hold`},
+		{`server.id == true`, `server.id is a string`},
+	} {
+		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: >-\n      "+tc.when+"\n    action: deny\n    reason: r\n"))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.when, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want it to say %q", tc.when, err, tc.want)
+		}
+	}
+}
+
 func TestFixedFields(t *testing.T) {
 	for _, tc := range []struct {
 		when string

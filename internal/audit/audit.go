@@ -28,6 +28,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
 // Ledger entry kinds written by the Recorder.
@@ -72,6 +73,11 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Policy, when it has receipt rules (rules whose condition reads
+	// `receipt`), decides each forwarded call again on its response, after
+	// Require (policy.EvaluateReceipt): a deny withholds the response
+	// like receipts.require does, naming the rule. Nil: no receipt rules.
+	Policy *policy.Policy
 }
 
 // Recorder implements gateway.Evidence. It is safe for concurrent use.
@@ -95,6 +101,9 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if _, err := evidence.ParseRequirement(string(cfg.Require)); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if cfg.Policy != nil && !cfg.Policy.HasReceiptRules() {
+		cfg.Policy = nil // nothing to evaluate on responses
 	}
 	if cfg.ReceiptKeys == nil {
 		cfg.ReceiptKeys = evidence.DefaultReceiptKeys
@@ -287,6 +296,9 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 			rc.Warnings = append(rc.Warnings, "server receipt status: "+string(status))
 		}
 	}
+	if r.cfg.Policy != nil && !withhold {
+		withhold, why = r.receiptRules(c, &rc, status, conflicts)
+	}
 	written := r.write(&rc, evidence.PhaseOutcome, sr, raw)
 	return func() (bool, string) {
 		if err := written(); err != nil {
@@ -295,6 +307,37 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		}
 		return withhold, why
 	}
+}
+
+// receiptRules decides the call again with the policy's receipt rules
+// (receipt.status, receipt.conflicts; the principal, server and tool as on
+// the request) and records the result in the outcome receipt rc: a deny
+// replaces the action, rule and reason and withholds the response; a
+// monitor turns an allow into monitor; a matching shadow rule is a warning.
+func (r *Recorder) receiptRules(c *gateway.Call, rc *evidence.GatewayDecisionReceipt, status evidence.Status, conflicts int) (withhold bool, why string) {
+	d, matched := r.cfg.Policy.EvaluateReceipt(&policy.Input{
+		Principal: c.Principal,
+		ServerID:  c.ServerID,
+		Tool:      c.PolicyTool(),
+		Receipt:   &policy.Receipt{Status: string(status), Conflicts: conflicts},
+	})
+	if d.Shadow != nil {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("shadow rule %s would have decided %s on the receipt", d.Shadow.Rule, d.Shadow.Action))
+	}
+	if !matched {
+		return false, ""
+	}
+	switch d.Action {
+	case policy.ActionDeny:
+		rc.Action, rc.MatchedRule, rc.Reason = evidence.ActionDeny, d.Rule, d.Reason
+		return true, d.Reason
+	case policy.ActionMonitor:
+		if rc.Action == evidence.ActionAllow {
+			rc.Action = evidence.ActionMonitor
+		}
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("receipt rule %s: %s", d.Rule, d.Reason))
+	}
+	return false, ""
 }
 
 // write queues the server receipt (when there is one), the gateway

@@ -271,3 +271,75 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// TestReceiptRulesDecideTheOutcome: the policy's receipt rules decide a
+// forwarded call again on its response: a deny withholds the response and
+// is recorded in the outcome receipt with its rule; a monitor and a shadow
+// rule leave it through, recorded; the request's phase is unaffected.
+func TestReceiptRulesDecideTheOutcome(t *testing.T) {
+	pol, err := policy.Parse("r.yaml", []byte(`name: r
+version: "1"
+rules:
+  - id: signed_receipts_only
+    tools: ["read"]
+    when: receipt.status == "unsigned" && principal.role == "readonly_agent"
+    action: deny
+    reason: unsigned receipts are not accepted from this server
+  - id: watch_empty
+    when: receipt.status == "empty"
+    action: monitor
+    reason: the server sent no receipt
+  - id: strict_trial
+    when: receipt.status != "ok"
+    action: deny
+    reason: only verified receipts
+    mode: shadow
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		result   func(t *testing.T) []byte
+		withhold bool
+		action   string
+		rule     string
+		warning  string
+	}{
+		{"verified", func(t *testing.T) []byte { return signedResult(t, nil) }, false, "allow", "default", ""},
+		{"unsigned", func(t *testing.T) []byte {
+			return []byte(`{"_meta":{"dev.gatehouse/security-receipt":{"receipt_id":"r9","server_id":"srv","tool_name":"read","tool_call_id":"req_1","schema_version":"0.1","issued_at":"2026-11-30T10:00:00Z"}}}`)
+		}, true, "deny", "signed_receipts_only", "shadow rule strict_trial would have decided deny on the receipt"},
+		{"none", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, false, "monitor", "default", "receipt rule watch_empty: the server sent no receipt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			led := &memLedger{}
+			r, err := New(Config{Ledger: led, Keys: keys(), GatewayID: "gw", Policy: pol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := call(true)
+			if err := r.Decided(c)(); err != nil {
+				t.Fatal(err)
+			}
+			withhold, why := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: tc.result(t)})()
+			if withhold != tc.withhold || withhold && why != "unsigned receipts are not accepted from this server" {
+				t.Fatalf("withhold %v (%q), want %v", withhold, why, tc.withhold)
+			}
+			dec := led.payload(t, KindGatewayDecision, 0)
+			out := led.payload(t, KindGatewayDecision, 1)
+			if dec["action"] != "allow" || dec["matched_rule"] != "default" {
+				t.Errorf("the request's receipt changed: %v %v", dec["action"], dec["matched_rule"])
+			}
+			if out["action"] != tc.action || out["matched_rule"] != tc.rule {
+				t.Errorf("outcome: action %v rule %v, want %s %s", out["action"], out["matched_rule"], tc.action, tc.rule)
+			}
+			if ws := strings.Join(toStrings(out["warnings"]), "; "); tc.warning != "" && !strings.Contains(ws, tc.warning) {
+				t.Errorf("outcome warnings %q lack %q", ws, tc.warning)
+			}
+			if ev := led.payload(t, KindAuditEvent, 1); ev["action"] != tc.action {
+				t.Errorf("outcome audit event action %v, want %s", ev["action"], tc.action)
+			}
+		})
+	}
+}

@@ -18,14 +18,19 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/audit"
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
 // openEvidence opens the audit ledger and the evidence recorder for wrap,
-// before the server is spawned. It returns nils with --no-ledger.
-func openEvidence(ctx context.Context, f *wrapFlags, require string, stderr io.Writer, logger *slog.Logger) (*ledger.Ledger, *audit.Recorder, error) {
+// before the server is spawned. It returns nils with --no-ledger. pol's
+// receipt rules, if any, are evaluated by the recorder on responses.
+func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy.Policy, stderr io.Writer, logger *slog.Logger) (*ledger.Ledger, *audit.Recorder, error) {
 	if f.noLedger {
 		if require != "" && require != string(evidence.RequireNone) {
 			return nil, nil, fmt.Errorf("receipts.require %q needs the audit ledger: drop --no-ledger", require)
+		}
+		if pol.HasReceiptRules() {
+			return nil, nil, fmt.Errorf("policy %s has rules that read receipt, which need the audit ledger (receipts are read and verified there): drop --no-ledger", pol.Name())
 		}
 		return nil, nil, nil
 	}
@@ -67,7 +72,7 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, stderr io.W
 	if err != nil {
 		return nil, nil, fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)
 	}
-	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger})
+	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger, Policy: pol})
 	if err != nil {
 		led.Close(ctx)
 		return nil, nil, err

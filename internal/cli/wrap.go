@@ -235,7 +235,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		// policy file demands should not pass without a word.
 		fmt.Fprintf(stderr, "gatehouse: warning: --require-receipts %s overrides receipts.require %s that policy %s sets for server %q\n", require, fromPolicy, f.policyPath, serverID)
 	}
-	led, rec2, err := openEvidence(ctx, f, require, stderr, logger)
+	led, rec2, err := openEvidence(ctx, f, require, pol, stderr, logger)
 	if err != nil {
 		return configError("%v", err)
 	}

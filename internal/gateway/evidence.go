@@ -68,3 +68,19 @@ type Call struct {
 	// Decided, ids to link the outcome to).
 	State any
 }
+
+// PolicyTool returns the call's tool as policy conditions see it (CEL
+// variable `tool`): name, title, description and annotations of the listed
+// definition, and its side effect when Known (destructive otherwise).
+func (c *Call) PolicyTool() policy.Tool { return policyTool(c.Name, c.Tool, c.Known) }
+
+// policyTool is the CEL variable `tool` of a call to name whose listed
+// definition is tool (zero unless known).
+func policyTool(name string, tool mcp.Tool, known bool) policy.Tool {
+	t := policy.Tool{Name: name, Known: known, Title: tool.Title, Description: tool.Description,
+		Annotations: tool.Annotations.Map(), SideEffect: mcp.SideEffectDestructive}
+	if known {
+		t.SideEffect = tool.Annotations.SideEffect()
+	}
+	return t
+}

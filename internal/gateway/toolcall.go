@@ -174,10 +174,8 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		known = false
 	}
 	meta := decodeObject(p.meta)
-	sideEffect := mcp.SideEffectDestructive
-	if known {
-		sideEffect = tool.Annotations.SideEffect()
-	}
+	ptool := policyTool(p.name, tool, known)
+	sideEffect := ptool.SideEffect
 	var d policy.Decision
 	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
 		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase,
@@ -193,15 +191,8 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		in := &policy.Input{
 			Principal: s.cfg.Principal,
 			ServerID:  s.cfg.ServerID,
-			Tool: policy.Tool{
-				Name:        p.name,
-				Known:       known,
-				Title:       tool.Title,
-				Description: tool.Description,
-				Annotations: tool.Annotations.Map(),
-				SideEffect:  sideEffect,
-			},
-			Meta: meta,
+			Tool:      ptool,
+			Meta:      meta,
 		}
 		if s.cfg.Policy.UsesArguments() {
 			// Decoded only for a policy that reads them: a large argument

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -45,6 +46,7 @@ const (
 	varTool      = "tool"
 	varArguments = "arguments"
 	varMeta      = "meta"
+	varReceipt   = "receipt"
 )
 
 // celEnv is the one environment all conditions compile in. Library versions
@@ -58,6 +60,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable(varTool, dynMap),
 		cel.Variable(varArguments, dynMap),
 		cel.Variable(varMeta, dynMap),
+		cel.Variable(varReceipt, dynMap),
 		ext.Strings(ext.StringsVersion(5)),
 		cel.OptionalTypes(cel.OptionalTypesVersion(2)),
 		cel.CrossTypeNumericComparisons(true),
@@ -76,6 +79,7 @@ var fixedFields = map[string][]string{
 	varPrincipal: {"id", "role"},
 	varServer:    {"id"},
 	varTool:      {"name", "known", "title", "description", "annotations", "side_effect"},
+	varReceipt:   {"status", "conflicts"},
 }
 
 // checkFields refuses an access to a member that principal, server or
@@ -163,10 +167,11 @@ var (
 	fieldTypes = map[string]string{
 		"principal.id": "string", "principal.role": "string", "server.id": "string",
 		"tool.name": "string", "tool.known": "bool", "tool.title": "string", "tool.description": "string",
-		"tool.side_effect": "string",
+		"tool.side_effect": "string", "receipt.status": "string", "receipt.conflicts": "int",
 	}
 	fieldValues = map[string][]string{
 		"tool.side_effect": {mcp.SideEffectReadOnly, mcp.SideEffectMutating, mcp.SideEffectDestructive},
+		"receipt.status":   ReceiptStatuses,
 	}
 )
 
@@ -216,6 +221,8 @@ func checkComparisons(a *celast.AST) error {
 			got = "string"
 		case bool:
 			got = "bool"
+		case int64:
+			got = "int"
 		default:
 			got = fmt.Sprintf("%T", v)
 		}
@@ -224,7 +231,11 @@ func checkComparisons(a *celast.AST) error {
 			if str, ok := v.(string); ok {
 				text = strconv.Quote(str)
 			}
-			return fmt.Errorf("%d:%d: %s is a %s: %s %s can never hold (compare it with a %s)", loc.Line(), loc.Column()+1, path, want, op, text, want)
+			article := "a"
+			if want == "int" {
+				article = "an"
+			}
+			return fmt.Errorf("%d:%d: %s is %s %s: %s %s can never hold (compare it with %s %s)", loc.Line(), loc.Column()+1, path, article, want, op, text, article, want)
 		}
 		if vocab, ok := fieldValues[path]; ok && !slices.Contains(vocab, v.(string)) {
 			return fmt.Errorf("%d:%d: %s is one of %s: %s %q can never hold", loc.Line(), loc.Column()+1, path, strings.Join(vocab, ", "), op, v)
@@ -291,11 +302,12 @@ func constString(e celast.Expr) (string, bool) {
 // condition text, 1-based), separated by "; ".
 //
 // loops reports whether the program contains comprehensions, which are
-// evaluated under the evalBudget deadline.
-func compileCondition(src string) (prg cel.Program, loops bool, err error) {
+// evaluated under the evalBudget deadline; receipt whether it reads the
+// `receipt` variable (a receipt rule, evaluated on the response).
+func compileCondition(src string) (prg cel.Program, loops, receipt bool, err error) {
 	env, err := celEnv()
 	if err != nil {
-		return nil, false, fmt.Errorf("CEL environment: %v", err)
+		return nil, false, false, fmt.Errorf("CEL environment: %v", err)
 	}
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
@@ -303,20 +315,26 @@ func compileCondition(src string) (prg cel.Program, loops bool, err error) {
 		for _, e := range iss.Errors() {
 			msgs = append(msgs, fmt.Sprintf("%d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message))
 		}
-		return nil, false, fmt.Errorf("%s", strings.Join(msgs, "; "))
+		return nil, false, false, fmt.Errorf("%s", strings.Join(msgs, "; "))
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) {
 		hint := ""
 		if t.IsExactType(types.DynType) {
 			hint = " (compare explicitly, e.g. arguments.flag == true)"
 		}
-		return nil, false, fmt.Errorf("type is %s, want bool%s", t, hint)
+		return nil, false, false, fmt.Errorf("type is %s, want bool%s", t, hint)
 	}
 	if err := checkFields(ast.NativeRep()); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if err := checkComparisons(ast.NativeRep()); err != nil {
-		return nil, false, err
+		return nil, false, false, err
+	}
+	receipt = reads(ast.NativeRep(), varReceipt)
+	if receipt && (reads(ast.NativeRep(), varArguments) || reads(ast.NativeRep(), varMeta)) {
+		// A receipt rule runs when the response arrives; the request's
+		// arguments and _meta are not kept until then.
+		return nil, false, false, errors.New("a condition that reads receipt runs on the response and cannot read arguments or meta")
 	}
 	loops = len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
@@ -325,9 +343,21 @@ func compileCondition(src string) (prg cel.Program, loops bool, err error) {
 	}
 	prg, err = env.Program(ast, opts...)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	return prg, loops, nil
+	return prg, loops, receipt, nil
+}
+
+// reads reports whether the condition refers to the variable name anywhere
+// outside a comprehension that binds that name itself.
+func reads(a *celast.AST, name string) bool {
+	shadowed := shadowedNames(a)
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.IdentKind)) {
+		if e.AsIdent() == name && !shadowed[scopedName{e.ID(), name}] {
+			return true
+		}
+	}
+	return false
 }
 
 // eval runs the rule's condition. ok is false when evaluation failed (an
@@ -426,6 +456,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			return emptyMap, true
 		}
 		return a.in.Meta, true
+	case varReceipt:
+		if a.in.Receipt == nil {
+			return emptyMap, true
+		}
+		return map[string]any{"status": a.in.Receipt.Status, "conflicts": int64(a.in.Receipt.Conflicts)}, true
 	}
 	return nil, false
 }

@@ -466,12 +466,12 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 
 		if e, has := f["when"]; has {
 			if src, sok := p.str(e, label, "", true); sok {
-				prg, loops, err := compileCondition(src)
+				prg, loops, receipt, err := compileCondition(src)
 				if err != nil {
 					p.errorf(e.key.Line, label, "condition: %v", err)
 					ok = false
 				}
-				r.prg, r.loops, r.src = prg, loops, src
+				r.prg, r.loops, r.src, r.receipt = prg, loops, src, receipt
 				// A mention anywhere, even in a string literal, counts:
 				// decoding arguments that are not read costs only time.
 				if mentionsArguments.MatchString(src) {
@@ -508,7 +508,7 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 
 		if ok {
 			r.condErr = "condition of rule " + r.id + " failed to evaluate"
-			if r.mode == ModeShadow {
+			if r.mode == ModeShadow && !r.receipt {
 				pol.lastShadow = len(pol.rules)
 			}
 			pol.rules = append(pol.rules, r)

@@ -382,7 +382,7 @@ func TestImpossibleComparisons(t *testing.T) {
 		{`tool.known == true && tool.side_effect in ["read_only", "mutating"] && principal.role != "x"`, ""},
 		{`tool.side_effect == "destructive" || "read_only" == tool.side_effect`, ""},
 		{`tool.annotations.readOnlyHint == "true" && arguments.flag == "true"`, ""}, // free-form maps: anything goes
-		{`[{"known": "x"}].exists(tool, tool.known == "x")`, ""},                     // a comprehension variable
+		{`[{"known": "x"}].exists(tool, tool.known == "x")`, ""},                    // a comprehension variable
 		{`tool.known == "true"`, `condition: 1:12: tool.known is a bool: == "true" can never hold (compare it with a bool)`},
 		{`"true" != tool.known`, `tool.known is a bool: != "true"`},
 		{`principal.role == 1`, `principal.role is a string: == 1 can never hold`},
@@ -432,5 +432,89 @@ func TestFixedFields(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: err = %v, want ok %v", tc.when, err, tc.ok)
 		}
+	}
+}
+
+// TestReceiptRules: rules that read `receipt` are decided on the response
+// (EvaluateReceipt), never on the request (Evaluate), and cannot read
+// arguments or meta.
+func TestReceiptRules(t *testing.T) {
+	const src = `name: r
+version: "1"
+defaults:
+  action: allow
+rules:
+  - id: no_unsigned
+    when: receipt.status in ["unsigned", "tampered"]
+    action: deny
+    reason: the server's receipt must be signed
+  - id: watch_conflicts
+    when: receipt.conflicts > 0
+    action: monitor
+    reason: the receipt disagrees with the call
+  - id: try_strict
+    when: receipt.status != "ok"
+    action: deny
+    reason: only verified receipts
+    mode: shadow
+  - id: no_delete
+    tools: ["delete_*"]
+    action: deny
+    reason: no deletes
+`
+	p, err := Parse("r.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.HasReceiptRules() {
+		t.Fatal("HasReceiptRules = false")
+	}
+	// On the request only the request rules count.
+	if d := p.Evaluate(&Input{Tool: Tool{Name: "read", Known: true}}); d.Action != ActionAllow || d.Rule != "default" || d.Shadow != nil {
+		t.Errorf("Evaluate: %+v", d)
+	}
+	if d := p.Evaluate(&Input{Tool: Tool{Name: "delete_all", Known: true}}); d.Rule != "no_delete" {
+		t.Errorf("Evaluate delete_all: %+v", d)
+	}
+	for _, tc := range []struct {
+		receipt     *Receipt
+		matched     bool
+		action      Action
+		rule        string
+		shadowMatch bool
+	}{
+		{&Receipt{Status: "ok"}, false, "", "", false},
+		{&Receipt{Status: "unsigned"}, true, ActionDeny, "no_unsigned", true},
+		{&Receipt{Status: "empty", Conflicts: 2}, true, ActionMonitor, "watch_conflicts", true},
+		{&Receipt{Status: "ok", Conflicts: 1}, true, ActionMonitor, "watch_conflicts", false},
+		{nil, false, "", "", true}, // no receipt facts: an empty map, receipt.status errors → condition error
+	} {
+		d, matched := p.EvaluateReceipt(&Input{Tool: Tool{Name: "read", Known: true}, Receipt: tc.receipt})
+		if tc.receipt == nil {
+			// receipt.status on an empty map fails: the enforce rule
+			// denies with a condition error, as any failing condition.
+			if !matched || d.ReasonCode != ReasonCodeConditionError {
+				t.Errorf("EvaluateReceipt(no receipt) = %+v, %v", d, matched)
+			}
+			continue
+		}
+		if matched != tc.matched || d.Action != tc.action || d.Rule != tc.rule || (d.Shadow != nil) != tc.shadowMatch {
+			t.Errorf("EvaluateReceipt(%+v) = %+v (shadow %+v), %v", *tc.receipt, d, d.Shadow, matched)
+		}
+	}
+	for when, want := range map[string]string{
+		`receipt.status == "ok" && arguments.path == "x"`: "cannot read arguments or meta",
+		`receipt.status == "ok" || meta.x == 1`:           "cannot read arguments or meta",
+		`receipt.status == "verified"`:                    `receipt.status is one of ok, unsigned, tampered, empty, unknown`,
+		`receipt.conflicts == "1"`:                        "receipt.conflicts is an int: == \"1\" can never hold (compare it with an int)",
+		`receipt.signed == true`:                          `receipt has no field "signed"`,
+	} {
+		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: >-\n      "+when+"\n    action: deny\n    reason: r\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to say %q", when, err, want)
+		}
+	}
+	if Default().HasReceiptRules() {
+		t.Error("the built-in policy has receipt rules")
 	}
 }

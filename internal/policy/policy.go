@@ -191,7 +191,29 @@ type Input struct {
 	// Meta is params._meta, decoded like Arguments: CEL variable `meta`. Nil
 	// is presented as an empty map.
 	Meta map[string]any `json:"meta"`
+	// Receipt is what the gateway made of the server's security receipt
+	// for this call: CEL variable `receipt`, read only by receipt rules
+	// ([Policy.EvaluateReceipt]), on the response. Nil is presented as an
+	// empty map.
+	Receipt *Receipt `json:"receipt,omitempty"`
 }
+
+// Receipt is the CEL variable `receipt` of receipt rules: the status the
+// gateway computed for the server's security receipt of the call and the
+// number of its conflicts with the call (evidence.md §2: "receipt status is
+// available to policy").
+type Receipt struct {
+	// Status is one of ReceiptStatuses: ok, unsigned, tampered, empty (no
+	// receipt; the gateway synthesized one) or unknown.
+	Status string `json:"status"`
+	// Conflicts counts the receipt's disagreements with the call
+	// (server_id, tool_name, tool_call_id, input_hash): 0 or more.
+	Conflicts int `json:"conflicts"`
+}
+
+// ReceiptStatuses are the verification statuses receipt.status takes
+// (evidence.md §2).
+var ReceiptStatuses = []string{"ok", "unsigned", "tampered", "empty", "unknown"}
 
 // Decision is the outcome of [Policy.Evaluate] (evidence.md §5, §6: action,
 // matched_rule, reason, policy_version, shadow_mode).
@@ -317,6 +339,9 @@ type rule struct {
 	condErr string
 	// src is the condition's source text, "" when none.
 	src string
+	// receipt: the condition reads `receipt`; the rule is evaluated by
+	// EvaluateReceipt on the response, never by Evaluate.
+	receipt bool
 }
 
 // Default returns the built-in policy used when none is configured: name
@@ -377,6 +402,9 @@ func (p *Policy) Evaluate(in *Input) Decision {
 			break
 		}
 		r := &p.rules[i]
+		if r.receipt {
+			continue // decided on the response (EvaluateReceipt)
+		}
 		shadow := r.mode == ModeShadow
 		if (shadow && d.Shadow != nil) || (!shadow && decided) {
 			continue
@@ -413,6 +441,64 @@ func (p *Policy) Evaluate(in *Input) Decision {
 		d.Action, d.Rule, d.Reason, d.ReasonCode = p.defaultAction, "default", defaultReason, ReasonCodeDefault
 	}
 	return d
+}
+
+// HasReceiptRules reports whether any rule reads `receipt` (a receipt
+// rule): such a policy needs the audit ledger, which is where receipts are
+// read and verified.
+func (p *Policy) HasReceiptRules() bool {
+	for i := range p.rules {
+		if p.rules[i].receipt {
+			return true
+		}
+	}
+	return false
+}
+
+// EvaluateReceipt decides a forwarded call again when its response and
+// receipt are in: only receipt rules, in file order, with in.Receipt set
+// (and in.Arguments and in.Meta unused: a receipt rule cannot read them).
+// The first matching enforce receipt rule decides (deny on a condition
+// error), the first matching shadow one is reported in Shadow; matched is
+// false when no enforce receipt rule matched, and the request's decision
+// then stands.
+func (p *Policy) EvaluateReceipt(in *Input) (d Decision, matched bool) {
+	if in == nil {
+		in = &Input{}
+	}
+	d = Decision{PolicyName: p.name, PolicyVersion: p.version}
+	var act *activation
+	for i := range p.rules {
+		r := &p.rules[i]
+		if !r.receipt || !r.matchTool(in.Tool.Name) {
+			continue
+		}
+		shadow := r.mode == ModeShadow
+		if (shadow && d.Shadow != nil) || (!shadow && matched) {
+			continue
+		}
+		if act == nil {
+			act = newActivation(in)
+		}
+		match, ok := r.eval(act)
+		if ok && !match {
+			continue
+		}
+		action, reason, code := r.action, r.reason, ReasonCodeRule
+		if !ok {
+			action, reason, code = ActionDeny, r.condErr, ReasonCodeConditionError
+		}
+		if shadow {
+			d.Shadow = &ShadowDecision{Action: action, Rule: r.id, Reason: reason, ReasonCode: code}
+			continue
+		}
+		d.Action, d.Rule, d.Reason, d.ReasonCode = action, r.id, reason, code
+		matched = true
+	}
+	if act != nil {
+		act.close()
+	}
+	return d, matched
 }
 
 // matchTool reports whether the rule's tool patterns select name.

@@ -233,7 +233,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 			for _, pr := range problems {
 				rc.Warnings = append(rc.Warnings, "server receipt: "+pr.String())
 			}
-			status = evidence.Verify(raw, sr, r.cfg.Keys)
+			status = evidence.VerifyAs(raw, sr, r.cfg.Keys, c.ServerID)
 		} else {
 			facts.OutputHash = rc.OutputHash // the same value: no receipt to leave out
 		}

@@ -136,7 +136,7 @@ func (r *refRecorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait fu
 			for _, pr := range problems {
 				rc.Warnings = append(rc.Warnings, "server receipt: "+pr.String())
 			}
-			status = evidence.Verify(raw, sr, r.cfg.Keys)
+			status = evidence.VerifyAs(raw, sr, r.cfg.Keys, c.ServerID)
 		} else {
 			facts.OutputHash = rc.OutputHash // the same value: no receipt to leave out
 		}

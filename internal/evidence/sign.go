@@ -327,6 +327,21 @@ func Verify(raw []byte, r *ServerReceipt, keys Keys) Status {
 	return StatusOK
 }
 
+// VerifyAs is [Verify] with the keys configured for serverID, the server
+// the gateway relays to, whatever server_id the receipt claims: a receipt
+// signed with another server's key (replayed from it, say) does not verify
+// as this server's evidence ([StatusTampered], or [StatusUnknown] when no
+// key is configured for serverID). The receipt's own claim is compared
+// with the call separately, as a conflict.
+func VerifyAs(raw []byte, r *ServerReceipt, keys Keys, serverID string) Status {
+	if r != nil {
+		keyed := *r
+		keyed.ServerID = serverID
+		r = &keyed
+	}
+	return Verify(raw, r, keys)
+}
+
 // decodeSignature decodes s as base64 (standard or URL-safe, padded or
 // not, strict) or hex, and returns the result when it is size bytes long.
 func decodeSignature(s string, size int) []byte {

@@ -341,3 +341,40 @@ ed-only:
 		t.Error("LoadKeys of an oversized file succeeded")
 	}
 }
+
+// TestVerifyAs: keys are those of the server the gateway relays to, not
+// of the server the receipt claims: another server's genuine receipt does
+// not verify as this one's.
+func TestVerifyAs(t *testing.T) {
+	otherPriv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	keys := Keys{
+		HMAC: map[string][]byte{"roam-code-local": testHMACSecret},
+		Ed25519: map[string]ed25519.PublicKey{
+			"roam-code-local": testEdPub,
+			"payments":        otherPriv.Public().(ed25519.PublicKey),
+		},
+	}
+	for _, alg := range []string{AlgEd25519, AlgHMACSHA256} {
+		raw := signed(t, alg) // claims server_id roam-code-local, signed with its key
+		r, _, err := Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]Status{
+			"roam-code-local": StatusOK,       // the claimed and configured server agree
+			"payments":        StatusTampered, // a key exists for the server relayed to, and it did not sign
+			"nobody":          StatusUnknown,  // no key for the server relayed to
+		}
+		if alg == AlgHMACSHA256 {
+			want["payments"] = StatusUnknown // payments has no HMAC secret
+		}
+		for server, st := range want {
+			if got := VerifyAs(raw, r, keys, server); got != st {
+				t.Errorf("%s: VerifyAs(..., %q) = %s, want %s", alg, server, got, st)
+			}
+		}
+		if r.ServerID != "roam-code-local" {
+			t.Errorf("VerifyAs changed the parsed receipt: server_id %q", r.ServerID)
+		}
+	}
+}

@@ -313,7 +313,8 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 // (receipt.status, receipt.conflicts; the principal, server and tool as on
 // the request) and records the result in the outcome receipt rc: a deny
 // replaces the action, rule and reason and withholds the response; a
-// monitor turns an allow into monitor; a matching shadow rule is a warning.
+// monitor turns an allow into monitor, naming its rule; a matching shadow
+// rule is a warning.
 func (r *Recorder) receiptRules(c *gateway.Call, rc *evidence.GatewayDecisionReceipt, status evidence.Status, conflicts int) (withhold bool, why string) {
 	d, matched := r.cfg.Policy.EvaluateReceipt(&policy.Input{
 		Principal: c.Principal,
@@ -333,7 +334,9 @@ func (r *Recorder) receiptRules(c *gateway.Call, rc *evidence.GatewayDecisionRec
 		return true, d.Reason
 	case policy.ActionMonitor:
 		if rc.Action == evidence.ActionAllow {
-			rc.Action = evidence.ActionMonitor
+			// The rule that made the outcome monitor is named; a
+			// request already monitored keeps the rule that did.
+			rc.Action, rc.MatchedRule, rc.Reason = evidence.ActionMonitor, d.Rule, d.Reason
 		}
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("receipt rule %s: %s", d.Rule, d.Reason))
 	}

@@ -310,7 +310,7 @@ rules:
 		{"unsigned", func(t *testing.T) []byte {
 			return []byte(`{"_meta":{"dev.gatehouse/security-receipt":{"receipt_id":"r9","server_id":"srv","tool_name":"read","tool_call_id":"req_1","schema_version":"0.1","issued_at":"2026-11-30T10:00:00Z"}}}`)
 		}, true, "deny", "signed_receipts_only", "shadow rule strict_trial would have decided deny on the receipt"},
-		{"none", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, false, "monitor", "default", "receipt rule watch_empty: the server sent no receipt"},
+		{"none", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, false, "monitor", "watch_empty", "receipt rule watch_empty: the server sent no receipt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			led := &memLedger{}

@@ -143,20 +143,26 @@ type scopedName struct {
 // comprehension's own iteration variable, not the policy variable.
 func shadowedNames(a *celast.AST) map[scopedName]bool {
 	shadowed := map[scopedName]bool{}
-	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
-		c := e.AsComprehension()
-		names := []string{c.IterVar()}
-		if c.HasIterVar2() {
-			names = append(names, c.IterVar2())
-		}
-		// The iteration variables are bound in the loop condition and step.
-		for _, sub := range []celast.Expr{c.LoopCondition(), c.LoopStep()} {
+	mark := func(names []string, subs ...celast.Expr) {
+		for _, sub := range subs {
 			for _, d := range celast.MatchDescendants(celast.NavigateExpr(a, sub), celast.AllMatcher()) {
 				for _, n := range names {
 					shadowed[scopedName{d.ID(), n}] = true
 				}
 			}
 		}
+	}
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
+		c := e.AsComprehension()
+		names := []string{c.IterVar()}
+		if c.HasIterVar2() {
+			names = append(names, c.IterVar2())
+		}
+		// The iteration variables are bound in the loop condition and
+		// step; the accumulator also in the result, which is where
+		// optMap and optFlatMap bind their variable.
+		mark(names, c.LoopCondition(), c.LoopStep())
+		mark([]string{c.AccuVar()}, c.LoopCondition(), c.LoopStep(), c.Result())
 	}
 	return shadowed
 }
@@ -223,6 +229,14 @@ func checkComparisons(a *celast.AST) error {
 			got = "bool"
 		case int64:
 			got = "int"
+		case uint64, float64:
+			// CEL compares numbers across types: 1.0 and 1u can
+			// equal an int.
+			if want == "int" {
+				got = "int"
+			} else {
+				got = "number"
+			}
 		default:
 			got = fmt.Sprintf("%T", v)
 		}
@@ -336,6 +350,11 @@ func compileCondition(src string) (prg cel.Program, loops, receipt bool, err err
 		// arguments and _meta are not kept until then.
 		return nil, false, false, errors.New("a condition that reads receipt runs on the response and cannot read arguments or meta")
 	}
+	if receipt {
+		if err := checkReceiptDisjunctions(ast.NativeRep()); err != nil {
+			return nil, false, false, err
+		}
+	}
 	loops = len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	if loops {
@@ -346,6 +365,42 @@ func compileCondition(src string) (prg cel.Program, loops, receipt bool, err err
 		return nil, false, false, err
 	}
 	return prg, loops, receipt, nil
+}
+
+// checkReceiptDisjunctions refuses, in a receipt rule, an || one side of
+// which does not read receipt: that side could match on its own, and a
+// receipt rule is decided on the response, after the server has run the
+// call ("tool.name == \"delete\" || receipt.status == \"tampered\"" would
+// let the delete run). Such a condition belongs in two rules.
+func checkReceiptDisjunctions(a *celast.AST) error {
+	shadowed := shadowedNames(a)
+	readsReceipt := func(e celast.Expr) bool {
+		for _, d := range celast.MatchDescendants(celast.NavigateExpr(a, e), celast.KindMatcher(celast.IdentKind)) {
+			if d.AsIdent() == varReceipt && !shadowed[scopedName{d.ID(), varReceipt}] {
+				return true
+			}
+		}
+		return false
+	}
+	// The || that exists() and similar macros write into their loop step
+	// (accumulator || element) is not the user's.
+	accus := map[string]bool{}
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.ComprehensionKind)) {
+		accus[e.AsComprehension().AccuVar()] = true
+	}
+	isAccu := func(e celast.Expr) bool { return e.Kind() == celast.IdentKind && accus[e.AsIdent()] }
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a), celast.KindMatcher(celast.CallKind)) {
+		call := e.AsCall()
+		if call.FunctionName() != operators.LogicalOr || len(call.Args()) != 2 || isAccu(call.Args()[0]) || isAccu(call.Args()[1]) {
+			continue
+		}
+		l, r := readsReceipt(call.Args()[0]), readsReceipt(call.Args()[1])
+		if l != r {
+			loc := a.SourceInfo().GetStartLocation(e.ID())
+			return fmt.Errorf("%d:%d: one side of this || does not read receipt, yet a rule that reads receipt is decided on the response, after the server has run the call: put that side in a rule of its own, decided before the call", loc.Line(), loc.Column()+1)
+		}
+	}
+	return nil
 }
 
 // reads reports whether the condition refers to the variable name anywhere

@@ -474,10 +474,11 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 				r.prg, r.loops, r.src, r.receipt = prg, loops, src, receipt
 				// A mention anywhere, even in a string literal, counts:
 				// decoding arguments that are not read costs only time.
-				if mentionsArguments.MatchString(src) {
+				// Receipt rules never run on the request.
+				if !receipt && mentionsArguments.MatchString(src) {
 					pol.usesArguments = true
 				}
-				if mentionsMeta.MatchString(src) || loops {
+				if !receipt && (mentionsMeta.MatchString(src) || loops) {
 					pol.perCall = true
 				}
 			} else {

@@ -367,9 +367,6 @@ func TestMentionsString(t *testing.T) {
 	}
 }
 
-// TestFixedFields: selecting a member principal, server or tool never has
-// is refused at load; free-form maps (annotations, arguments, meta) are not
-// checked.
 // TestImpossibleComparisons: a fixed field compared with a literal it can
 // never equal (another type, or a value outside its vocabulary) is refused
 // at load, naming the field and what it holds: in a deny rule such a typo
@@ -391,6 +388,9 @@ func TestImpossibleComparisons(t *testing.T) {
 		{`tool.side_effect != "readonly"`, `!= "readonly"`},
 		{`tool.side_effect in ["read_only", "write"]`, `in "write" can never hold`},
 		{`server.id == true`, `server.id is a string`},
+		{`principal.role == 1.5`, `principal.role is a string: == 1.5 can never hold`},
+		// optMap binds its variable like a comprehension: not the tool.
+		{`optional.of({"known": "x"}).optMap(tool, tool.known == "x").orValue(false)`, ""},
 	} {
 		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: >-\n      "+tc.when+"\n    action: deny\n    reason: r\n"))
 		switch {
@@ -402,6 +402,9 @@ func TestImpossibleComparisons(t *testing.T) {
 	}
 }
 
+// TestFixedFields: selecting a member principal, server or tool never has
+// is refused at load; free-form maps (annotations, arguments, meta) are not
+// checked.
 func TestFixedFields(t *testing.T) {
 	for _, tc := range []struct {
 		when string
@@ -503,11 +506,13 @@ rules:
 		}
 	}
 	for when, want := range map[string]string{
-		`receipt.status == "ok" && arguments.path == "x"`: "cannot read arguments or meta",
-		`receipt.status == "ok" || meta.x == 1`:           "cannot read arguments or meta",
-		`receipt.status == "verified"`:                    `receipt.status is one of ok, unsigned, tampered, empty, unknown`,
-		`receipt.conflicts == "1"`:                        "receipt.conflicts is an int: == \"1\" can never hold (compare it with an int)",
-		`receipt.signed == true`:                          `receipt has no field "signed"`,
+		`receipt.status == "ok" && arguments.path == "x"`:                         "cannot read arguments or meta",
+		`receipt.status == "ok" || meta.x == 1`:                                   "cannot read arguments or meta",
+		`receipt.status == "verified"`:                                            `receipt.status is one of ok, unsigned, tampered, empty, unknown`,
+		`receipt.conflicts == "1"`:                                                "receipt.conflicts is an int: == \"1\" can never hold (compare it with an int)",
+		`receipt.signed == true`:                                                  `receipt has no field "signed"`,
+		`tool.name == "delete" || receipt.status == "tampered"`:                   "one side of this || does not read receipt",
+		`principal.role == "r" && (principal.id == "x" || receipt.conflicts > 0)`: "1:47: one side of this || does not read receipt",
 	} {
 		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: >-\n      "+when+"\n    action: deny\n    reason: r\n"))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -516,5 +521,23 @@ rules:
 	}
 	if Default().HasReceiptRules() {
 		t.Error("the built-in policy has receipt rules")
+	}
+	// Accepted: || between receipt facts, && with request facts, a
+	// receipt rule with a comprehension (which does not make request
+	// decisions per call), numbers of any kind against conflicts.
+	for _, when := range []string{
+		`receipt.status == "tampered" || receipt.conflicts > 2`,
+		`principal.role == "guest" && (receipt.status == "unsigned" || receipt.status == "unknown")`,
+		`receipt.conflicts == 1.0 || receipt.conflicts != 0u`,
+		`["unsigned", "unknown"].exists(s, receipt.status == s)`,
+	} {
+		q, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: >-\n      "+when+"\n    action: deny\n    reason: r\n"))
+		if err != nil {
+			t.Errorf("%s: %v", when, err)
+			continue
+		}
+		if !q.HasReceiptRules() || !q.DependsOnlyOnTool() {
+			t.Errorf("%s: receipt rules %v, request decisions cacheable %v", when, q.HasReceiptRules(), q.DependsOnlyOnTool())
+		}
 	}
 }

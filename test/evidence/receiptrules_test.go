@@ -32,7 +32,7 @@ rules:
 // call again on its response, through the real binary and the receipt
 // server: the tampered receipt's response is withheld (-32082, the rule's
 // reason) and the outcome receipt names the rule; the unsigned one passes,
-// monitored; the verified one passes; the request's decisions are the
+// monitored by its rule; the verified one passes; the request's decisions are the
 // policy's default. --no-ledger with such a policy is refused before the
 // server starts.
 func TestReceiptRules(t *testing.T) {
@@ -59,7 +59,7 @@ func TestReceiptRules(t *testing.T) {
 	for tool, want := range map[string]struct{ action, rule, warning string }{
 		"signed_ok":     {"allow", "default", ""},
 		"bad_signature": {"deny", "no_tampered_receipts", "shadow rule verified_only_trial would have decided deny on the receipt"},
-		"unsigned":      {"monitor", "default", "receipt rule watch_unsigned: the server's receipt is not signed"},
+		"unsigned":      {"monitor", "watch_unsigned", "receipt rule watch_unsigned: the server's receipt is not signed"},
 	} {
 		r := recs[tool]
 		if r == nil || r.outcome == nil {

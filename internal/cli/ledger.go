@@ -344,10 +344,14 @@ type ledgerShowFlags struct {
 
 // ledgerPayloadFields are the payload members show filters and links on.
 type ledgerPayloadFields struct {
-	ToolName          string
-	ServerID          string
-	Action            string
-	ServerReceiptID   string
+	ToolName        string
+	ServerID        string
+	Action          string
+	ServerReceiptID string
+	// ReceiptStatus is the status the gateway computed for the server
+	// receipt: server_receipt_status of a decision receipt,
+	// verification_status of an audit event.
+	ReceiptStatus     string
 	GatewayDecisionID string
 	AuditEventID      string
 }
@@ -376,6 +380,8 @@ func ledgerFields(payload []byte) ledgerPayloadFields {
 			dst = &f.Action
 		case "server_receipt_id":
 			dst = &f.ServerReceiptID
+		case "server_receipt_status", "verification_status":
+			dst = &f.ReceiptStatus
 		case "gateway_decision_id":
 			dst = &f.GatewayDecisionID
 		case "audit_event_id":
@@ -550,9 +556,9 @@ func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	}
 	// Stream the output: nothing is accumulated, whatever the ledger size.
 	w := bufio.NewWriter(stdout)
-	const row = "%7s  %-27s  %-16s  %-24s  %-24s  %-10s  %s\n"
+	const row = "%7s  %-27s  %-16s  %-24s  %-24s  %-10s  %-8s  %s\n"
 	if !f.asJSON {
-		fmt.Fprintf(w, row, "SEQ", "TIME", "KIND", "SERVER", "TOOL", "ACTION", "RECORD")
+		fmt.Fprintf(w, row, "SEQ", "TIME", "KIND", "SERVER", "TOOL", "ACTION", "RECEIPT", "RECORD")
 	}
 	err = scan(func(seq int64, leaf []byte, e *ledger.Entry, pf *ledgerPayloadFields) {
 		if marked != nil && !marked[seq] || !match(e, pf) {
@@ -564,7 +570,7 @@ func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 			return
 		}
 		fmt.Fprintf(w, row, strconv.FormatInt(seq, 10), e.Time.Format("2006-01-02T15:04:05.000000Z"),
-			e.Kind, ledgerCell(pf.ServerID, 24), ledgerCell(pf.ToolName, 24), ledgerCell(pf.Action, 10), ledgerCell(e.RecordID, 0))
+			e.Kind, ledgerCell(pf.ServerID, 24), ledgerCell(pf.ToolName, 24), ledgerCell(pf.Action, 10), ledgerCell(receiptStatus(e.Kind, pf), 8), ledgerCell(e.RecordID, 0))
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
@@ -576,6 +582,17 @@ func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 		return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger show: %d entries do not parse; run \"gatehouse ledger verify\"", bad)}
 	}
 	return nil
+}
+
+// receiptStatus is the RECEIPT cell of an entry: the status the gateway
+// computed for the call's server receipt, on the decision receipts and
+// audit events that carry it. A server_receipt entry's own
+// verification_status is the server's claim, never shown as a status.
+func receiptStatus(kind string, f *ledgerPayloadFields) string {
+	if kind == ledger.KindServerReceipt {
+		return ""
+	}
+	return f.ReceiptStatus
 }
 
 // ledgerCell is a table cell for a value that may come from a server (a

@@ -125,8 +125,8 @@ func cliLedger(t *testing.T) (path, skey, vkey string) {
 			t.Fatalf("Append %s: %v", id, err)
 		}
 	}
-	add(ledger.KindServerReceipt, "mcp_rcpt_1", `{"receipt_id":"mcp_rcpt_1","server_id":"fs","tool_name":"write_file"}`)
-	add(ledger.KindGatewayDecision, "gw_dec_1", `{"action":"deny","audit_event_id":"audit_1","gateway_decision_id":"gw_dec_1","server_id":"fs","server_receipt_id":"mcp_rcpt_1","tool_name":"write_file"}`)
+	add(ledger.KindServerReceipt, "mcp_rcpt_1", `{"receipt_id":"mcp_rcpt_1","server_id":"fs","tool_name":"write_file","verification_status":"ok"}`)
+	add(ledger.KindGatewayDecision, "gw_dec_1", `{"action":"deny","audit_event_id":"audit_1","gateway_decision_id":"gw_dec_1","server_id":"fs","server_receipt_id":"mcp_rcpt_1","server_receipt_status":"tampered","tool_name":"write_file"}`)
 	add(ledger.KindAuditEvent, "audit_1", `{"action":"deny","audit_event_id":"audit_1","gateway_decision_id":"gw_dec_1","server_id":"fs","tool_name":"write_file"}`)
 	add(ledger.KindServerReceipt, "mcp_rcpt_2", `{"receipt_id":"mcp_rcpt_2","server_id":"fs","tool_name":"read_file"}`)
 	add(ledger.KindGatewayDecision, "gw_dec_2", `{"action":"allow","audit_event_id":"audit_2","gateway_decision_id":"gw_dec_2","server_id":"fs","server_receipt_id":"mcp_rcpt_2","tool_name":"read_file"}`)
@@ -281,6 +281,16 @@ func TestLedgerShowCLI(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "SEQ") || !strings.Contains(lines[1], "gw_dec_1") || !strings.Contains(lines[1], "write_file") {
 		t.Fatalf("table:\n%s", out)
+	}
+	// The RECEIPT column: the status the gateway computed, from the
+	// decision receipt; a server receipt's own claim is not shown.
+	if !strings.Contains(lines[0], "RECEIPT") || !strings.Contains(lines[1], "tampered") {
+		t.Fatalf("table without the receipt status:\n%s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--kind", "server_receipt", "--record", "mcp_rcpt_1")
+	wantCode(t, code, 0, out, errOut)
+	if strings.Contains(out, " ok ") {
+		t.Fatalf("a server receipt's claimed status shown as its status:\n%s", out)
 	}
 	_, _, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--since", "yesterday")
 	if code != 64 {

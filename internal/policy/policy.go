@@ -391,19 +391,30 @@ const defaultReason = "no rule matched; default action"
 // A nil in is treated as a zero Input. Evaluate does not modify in, does not
 // retain it, and is safe for concurrent use.
 func (p *Policy) Evaluate(in *Input) Decision {
+	d, decided := p.evaluate(in, false)
+	if !decided {
+		d.Action, d.Rule, d.Reason, d.ReasonCode = p.defaultAction, "default", defaultReason, ReasonCodeDefault
+	}
+	return d
+}
+
+// evaluate runs the request rules (receipt false) or the receipt rules
+// (receipt true) in file order: the first matching enforce rule decides
+// (deny on a condition error; decided true), the first matching shadow
+// rule goes into Shadow.
+func (p *Policy) evaluate(in *Input, receipt bool) (d Decision, decided bool) {
 	if in == nil {
 		in = &Input{}
 	}
-	d := Decision{PolicyName: p.name, PolicyVersion: p.version}
-	decided := false
+	d = Decision{PolicyName: p.name, PolicyVersion: p.version}
 	var act *activation
 	for i := range p.rules {
-		if decided && (d.Shadow != nil || i > p.lastShadow) {
+		if decided && (d.Shadow != nil || (!receipt && i > p.lastShadow)) {
 			break
 		}
 		r := &p.rules[i]
-		if r.receipt {
-			continue // decided on the response (EvaluateReceipt)
+		if r.receipt != receipt {
+			continue // a receipt rule is decided on the response (EvaluateReceipt)
 		}
 		shadow := r.mode == ModeShadow
 		if (shadow && d.Shadow != nil) || (!shadow && decided) {
@@ -437,10 +448,7 @@ func (p *Policy) Evaluate(in *Input) Decision {
 	if act != nil {
 		act.close()
 	}
-	if !decided {
-		d.Action, d.Rule, d.Reason, d.ReasonCode = p.defaultAction, "default", defaultReason, ReasonCodeDefault
-	}
-	return d
+	return d, decided
 }
 
 // HasReceiptRules reports whether any rule reads `receipt` (a receipt
@@ -463,42 +471,7 @@ func (p *Policy) HasReceiptRules() bool {
 // false when no enforce receipt rule matched, and the request's decision
 // then stands.
 func (p *Policy) EvaluateReceipt(in *Input) (d Decision, matched bool) {
-	if in == nil {
-		in = &Input{}
-	}
-	d = Decision{PolicyName: p.name, PolicyVersion: p.version}
-	var act *activation
-	for i := range p.rules {
-		r := &p.rules[i]
-		if !r.receipt || !r.matchTool(in.Tool.Name) {
-			continue
-		}
-		shadow := r.mode == ModeShadow
-		if (shadow && d.Shadow != nil) || (!shadow && matched) {
-			continue
-		}
-		if act == nil {
-			act = newActivation(in)
-		}
-		match, ok := r.eval(act)
-		if ok && !match {
-			continue
-		}
-		action, reason, code := r.action, r.reason, ReasonCodeRule
-		if !ok {
-			action, reason, code = ActionDeny, r.condErr, ReasonCodeConditionError
-		}
-		if shadow {
-			d.Shadow = &ShadowDecision{Action: action, Rule: r.id, Reason: reason, ReasonCode: code}
-			continue
-		}
-		d.Action, d.Rule, d.Reason, d.ReasonCode = action, r.id, reason, code
-		matched = true
-	}
-	if act != nil {
-		act.close()
-	}
-	return d, matched
+	return p.evaluate(in, true)
 }
 
 // matchTool reports whether the rule's tool patterns select name.

@@ -164,9 +164,13 @@ type Variant struct {
 	Env []string
 	// NullRelay runs Exe (gatehouse-bench) as `Exe relay -- SERVER`: the
 	// gateway's frame reader and writer with nothing in between (no
-	// parsing, policy or log), the floor of any relay on this machine.
-	// Gateway must be true as well.
+	// parsing, policy or log). Gateway must be true as well.
 	NullRelay bool
+	// RawRelay, with NullRelay, runs `Exe rawrelay -- SERVER` instead:
+	// blocking read(2) and write(2) of 64 KiB on the raw pipe descriptors,
+	// no framing and no netpoller, the floor of any Go stdio relay on this
+	// machine (bench/testdata/crelay.c is the same program in C).
+	RawRelay bool
 }
 
 // The standard variants. Gateway is the configuration the targets are about:
@@ -198,6 +202,9 @@ func (v Variant) scaled(n int) int {
 func (v Variant) Describe() string {
 	if !v.Gateway {
 		return "client <-> fakeserver"
+	}
+	if v.RawRelay {
+		return "client <-> raw relay (blocking read/write of pipe fds, no framing) <-> fakeserver"
 	}
 	if v.NullRelay {
 		return "client <-> null relay (frame reader and writer only) <-> fakeserver"
@@ -250,7 +257,11 @@ func Start(v Variant) (*Proc, error) {
 	argv := server
 	p := &Proc{Variant: v, stderr: &capBuffer{max: 64 << 10}}
 	if v.NullRelay {
-		argv = append([]string{v.Exe, "relay", "--"}, server...)
+		mode := "relay"
+		if v.RawRelay {
+			mode = "rawrelay"
+		}
+		argv = append([]string{v.Exe, mode, "--"}, server...)
 	} else if v.Gateway {
 		exe := bins.Gatehouse
 		if v.Exe != "" {

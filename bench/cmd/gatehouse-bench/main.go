@@ -36,6 +36,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "wrap" {
 		os.Exit(profiledGatehouse())
 	}
+	if len(os.Args) > 2 && os.Args[1] == "rawrelay" && os.Args[2] == "--" {
+		os.Exit(rawRelay(os.Args[3:]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "relay" && os.Args[2] == "--" {
 		os.Exit(nullRelay(os.Args[3:]))
 	}
@@ -59,7 +62,9 @@ func main() {
 	}
 	cfg.Variants = append([]bench.Variant(nil), bench.Features...)
 	if self, err := os.Executable(); err == nil {
-		cfg.Variants = append(cfg.Variants, bench.Variant{Name: "null-relay", Gateway: true, NullRelay: true, Exe: self})
+		cfg.Variants = append(cfg.Variants,
+			bench.Variant{Name: "null-relay", Gateway: true, NullRelay: true, Exe: self},
+			bench.Variant{Name: "raw-relay", Gateway: true, NullRelay: true, RawRelay: true, Exe: self})
 	}
 	if *candidate != "" {
 		c := bench.GatewayNoLedger

@@ -77,10 +77,16 @@ func (c *Call) PolicyTool() policy.Tool { return policyTool(c.Name, c.Tool, c.Kn
 // policyTool is the CEL variable `tool` of a call to name whose listed
 // definition is tool (zero unless known).
 func policyTool(name string, tool mcp.Tool, known bool) policy.Tool {
-	t := policy.Tool{Name: name, Known: known, Title: tool.Title, Description: tool.Description,
-		Annotations: tool.Annotations.Map(), SideEffect: mcp.SideEffectDestructive}
-	if known {
-		t.SideEffect = tool.Annotations.SideEffect()
+	return policy.Tool{Name: name, Known: known, Title: tool.Title, Description: tool.Description,
+		Annotations: tool.Annotations.Map(), SideEffect: toolSideEffect(tool, known)}
+}
+
+// toolSideEffect is the side effect of a call to tool (evidence.md §4):
+// what its annotations declare when the gateway saw it listed (known),
+// destructive otherwise.
+func toolSideEffect(tool mcp.Tool, known bool) string {
+	if !known {
+		return mcp.SideEffectDestructive
 	}
-	return t
+	return tool.Annotations.SideEffect()
 }

@@ -174,8 +174,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		known = false
 	}
 	meta := decodeObject(p.meta)
-	ptool := policyTool(p.name, tool, known)
-	sideEffect := ptool.SideEffect
+	sideEffect := toolSideEffect(tool, known)
 	var d policy.Decision
 	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
 		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase,
@@ -191,7 +190,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		in := &policy.Input{
 			Principal: s.cfg.Principal,
 			ServerID:  s.cfg.ServerID,
-			Tool:      ptool,
+			Tool:      policyTool(p.name, tool, known), // its annotations map only on a cache miss
 			Meta:      meta,
 		}
 		if s.cfg.Policy.UsesArguments() {

@@ -11,6 +11,11 @@
 // program re-executed as `gatehouse-bench wrap ...` (the same cli.Main, with
 // runtime/pprof around it), writes the CPU profile to FILE, and prints
 // `go tool pprof -top` of it.
+//
+// Run as `gatehouse-bench relay -- SERVER...` it is the null-relay variant
+// (internal/wire's framing over os/exec's pipes, nothing else), and as
+// `gatehouse-bench rawrelay -- SERVER...` the raw-relay variant (blocking
+// read/write on raw pipe descriptors: the floor of a Go relay).
 package main
 
 import (

@@ -55,11 +55,10 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 		// The default key: the errors say what the user can change, since
 		// they did not name this path themselves.
 		const hint = "pass --ledger-key FILE.skey, set XDG_STATE_HOME, or run with --no-ledger"
-		dir, err := defaultStateDir()
+		keyPath, err = defaultSignerKeyPath()
 		if err != nil {
 			return nil, nil, fmt.Errorf("the default ledger signing key: %w (%s)", err, hint)
 		}
-		keyPath = filepath.Join(dir, "ledger.skey")
 		if err := ensureSignerKey(keyPath, stderr); err != nil {
 			return nil, nil, fmt.Errorf("the default ledger signing key %s: %w (%s)", keyPath, err, hint)
 		}
@@ -88,6 +87,21 @@ func defaultStateDir() (string, error) {
 	}
 	return filepath.Dir(p), nil
 }
+
+// defaultSignerKeyPath is the checkpoint signing key wrap uses without
+// --ledger-key: ledger.skey in the default ledger's directory
+// ($XDG_STATE_HOME/gatehouse). The error is ledger.DefaultPath's.
+func defaultSignerKeyPath() (string, error) {
+	dir, err := defaultStateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "ledger.skey"), nil
+}
+
+// verifierKeyPath is where ensureSignerKey writes the verifier key of the
+// signing key at path: path with .vkey for .skey.
+func verifierKeyPath(path string) string { return strings.TrimSuffix(path, ".skey") + ".vkey" }
 
 // ensureSignerKey creates a checkpoint signing key at path (0600) and its
 // verifier key beside it (path with .vkey), unless path exists. The key's
@@ -127,7 +141,7 @@ func ensureSignerKey(path string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("generate key: %w", err)
 	}
-	vpath := strings.TrimSuffix(path, ".skey") + ".vkey"
+	vpath := verifierKeyPath(path)
 	if err := writeNew(vpath, vkey+"\n", 0o644); err != nil {
 		return err
 	}

@@ -166,11 +166,16 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	if f.receiptsPath != "" && (f.decisionLog == "" || f.eventSource == "") {
 		return configError("--request-receipts-out requires --decision-log and --event-source")
 	}
-	// The other files of the run, which no output may alias: the policy
-	// and the SQLite ledger.
+	// The other files of the run, which no output may alias: the policy,
+	// the receipt keys, and with the ledger its signing key (and the
+	// verifier key and lock file created beside a default one) and the
+	// SQLite file with the files SQLite keeps beside it.
 	inputs := []string{}
 	if f.policyPath != "" {
 		inputs = append(inputs, f.policyPath)
+	}
+	if f.receiptKeys != "" {
+		inputs = append(inputs, f.receiptKeys)
 	}
 	if !f.noLedger {
 		if f.state == "" {
@@ -181,7 +186,14 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			f.state = p
 		}
 		if !ledger.IsPostgresDSN(f.state) {
-			inputs = append(inputs, f.state)
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal", "-lock"} {
+				inputs = append(inputs, f.state+suffix)
+			}
+		}
+		if f.ledgerKey != "" {
+			inputs = append(inputs, f.ledgerKey)
+		} else if key, err := defaultSignerKeyPath(); err == nil {
+			inputs = append(inputs, key, verifierKeyPath(key), key+".lock")
 		}
 	}
 	var dlog *decisionlog.Log
@@ -208,9 +220,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		// The signing key is a file with either store.
 		key := f.ledgerKey
 		if key == "" {
-			if dir, err := defaultStateDir(); err == nil {
-				key = filepath.Join(dir, "ledger.skey") // as openEvidence finds it
-			}
+			key, _ = defaultSignerKeyPath() // "" when there is none
 		}
 		evidenceFiles["the ledger signing key"] = key
 	}

@@ -192,6 +192,77 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 	}
 }
 
+// TestOutputNeverAliasesLedgerFiles: an output path (the decision log,
+// the request-receipts file) that names a file the run reads or keeps,
+// the ledger's signing key, its verifier key, SQLite's side files, the
+// receipt keys, is refused before the server starts, and the file is left
+// as it was. Appending CloudEvents to the default signing key used to be
+// accepted, and every later run then failed to load the key.
+func TestOutputNeverAliasesLedgerFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	gh := filepath.Join(state, "gatehouse")
+	if err := os.MkdirAll(gh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, name := range []string{"ledger.skey", "ledger.vkey", "ledger.skey.lock", "ledger.db", "ledger.db-lock", "ledger.db-wal", "ledger.db-shm"} {
+		files[name] = filepath.Join(gh, name)
+	}
+	files["custom.db-shm"] = filepath.Join(dir, "custom.db-shm")
+	files["keys.yaml"] = filepath.Join(dir, "keys.yaml")
+	files["other.skey"] = filepath.Join(dir, "other.skey")
+	for name, p := range files {
+		if err := os.WriteFile(p, []byte("kept: "+name+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(dir, "decisions.jsonl")
+	tests := []struct {
+		name   string
+		target string // the key of files the output names
+		flags  []string
+		flag   string // the refused flag, as stderr names it
+	}{
+		{"default signing key", "ledger.skey", nil, "--decision-log"},
+		{"default verifier key", "ledger.vkey", nil, "--decision-log"},
+		{"default key's lock file", "ledger.skey.lock", nil, "--decision-log"},
+		{"default ledger's lock file", "ledger.db-lock", nil, "--decision-log"},
+		{"default ledger's WAL", "ledger.db-wal", nil, "--decision-log"},
+		{"custom ledger's shared memory file", "custom.db-shm", []string{"--state", filepath.Join(dir, "custom.db")}, "--decision-log"},
+		{"receipt keys", "keys.yaml", []string{"--receipt-keys", filepath.Join(dir, "keys.yaml")}, "--decision-log"},
+		{"explicit signing key", "other.skey", []string{"--ledger-key", filepath.Join(dir, "other.skey")}, "--decision-log"},
+		{"request receipts on the default signing key", "ledger.skey", []string{"--decision-log", log}, "--request-receipts-out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			flags := append([]string{"--event-source", eventSource}, tt.flags...)
+			if tt.flag == "--decision-log" {
+				flags = append(flags, "--decision-log", files[tt.target])
+			} else {
+				flags = append(flags, tt.flag, files[tt.target])
+			}
+			marker := filepath.Join(t.TempDir(), "marker")
+			h := startGH(t, run{flags: flags, server: []string{"--marker", marker}, env: []string{"XDG_STATE_HOME=" + state}})
+			h.killAtCleanup(marker)
+			if code := h.wait(10 * time.Second); code != 78 {
+				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.tail())
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("the server was spawned for a refused configuration")
+			}
+			if errOut := h.stderr.String(); !strings.Contains(errOut, tt.flag) || !strings.Contains(errOut, "is the same file as") && !strings.Contains(errOut, "aliases") {
+				t.Errorf("stderr does not say that %s is the same file as another:\n%s", tt.flag, errOut)
+			}
+			if got, _ := os.ReadFile(files[tt.target]); string(got) != "kept: "+tt.target+"\n" {
+				t.Errorf("%s was modified: %q", tt.target, got)
+			}
+		})
+	}
+}
+
 func mustGetwd(t testing.TB) string {
 	wd, err := os.Getwd()
 	if err != nil {

@@ -58,9 +58,15 @@ func TestLedgerDisplayDSN(t *testing.T) {
 		"postgres://u@127.0.0.1/db?password=hunter2":                    "postgres://u@127.0.0.1/db?password=xxxxx",
 		"postgresql://u@h/db?sslmode=disable&sslpassword=hunter2":       "postgresql://u@h/db?sslmode=disable&sslpassword=xxxxx",
 		"postgres://u:a@h/db?PASSWORD=hunter2&application_name=gateway": "postgres://u:xxxxx@h/db?PASSWORD=xxxxx&application_name=gateway",
+		// Mistyped schemes are refused, and the refusal shows them too.
+		"mysql://u:hunter2@127.0.0.1/db": "mysql://u:xxxxx@127.0.0.1/db",
+		"pg://u:hunter2@h/db":            "pg://u:xxxxx@h/db",
+		"postgres:/u:hunter2@h/db":       "postgres:...",
+		"postgres:u:hunter2@h%zz":        "postgres:...",
+		"./mysql:x.db":                   "./mysql:x.db",
 	} {
 		got := ledgerDisplayDSN(in)
-		if strings.Contains(got, "hunter2") || !strings.Contains(got, "xxxxx") && strings.Contains(in, "hunter2") {
+		if strings.Contains(got, "hunter2") || strings.Contains(in, "?") && !strings.Contains(got, "xxxxx") {
 			t.Errorf("ledgerDisplayDSN(%q) = %q", in, got)
 		}
 		if !strings.Contains(in, "?") && got != want {

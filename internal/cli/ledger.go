@@ -69,17 +69,21 @@ func ledgerState(state string) (string, error) {
 	return ledger.DefaultPath()
 }
 
-// ledgerDisplayDSN is dsn as messages show it: a PostgreSQL URL with its
-// password hidden, both the one in the user information and any query
-// parameter whose name contains "password" (password=, sslpassword=); a
-// file path unchanged.
+// ledgerDisplayDSN is dsn as messages show it: a PostgreSQL URL, or any
+// value that starts with a URL scheme (a mistyped one), with its password
+// hidden, both the one in the user information and any query parameter
+// whose name contains "password" (password=, sslpassword=); a file path
+// unchanged.
 func ledgerDisplayDSN(dsn string) string {
-	if !ledger.IsPostgresDSN(dsn) {
+	scheme := ledger.URLScheme(dsn)
+	if scheme == "" {
 		return dsn
 	}
 	u, err := url.Parse(dsn)
-	if err != nil {
-		return "postgres://..."
+	if err != nil || !ledger.IsPostgresDSN(dsn) && u.Host == "" {
+		// Unparsable, or no authority ("postgres:/u:pw@h"): where a
+		// password would be is unknown, so only the scheme is shown.
+		return scheme + ":..."
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")

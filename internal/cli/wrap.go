@@ -186,6 +186,9 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			f.state = p
 		}
 		if !ledger.IsPostgresDSN(f.state) {
+			if err := ledger.CheckPath(f.state); err != nil {
+				return configError("--state %s: %v", ledgerDisplayDSN(f.state), err)
+			}
 			for _, suffix := range []string{"", "-wal", "-shm", "-journal", "-lock"} {
 				inputs = append(inputs, f.state+suffix)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -144,7 +145,40 @@ func OpenStore(ctx context.Context, dsn string, readOnly bool) (Store, error) {
 	if IsPostgresDSN(dsn) {
 		return OpenPostgres(ctx, dsn, readOnly)
 	}
+	if err := CheckPath(dsn); err != nil {
+		return nil, err
+	}
 	return OpenSQLite(ctx, dsn, readOnly)
+}
+
+// ErrNotALedgerLocation is returned (wrapped) by CheckPath, Open and
+// OpenStore for a location that starts like a URL ("mysql://...",
+// "sqlite:...", "file:...", "postgres:/x") but is not a PostgreSQL URL:
+// taken as a file path it would quietly create a local SQLite file named
+// after the URL where a shared ledger was meant.
+var ErrNotALedgerLocation = errors.New("not a ledger location")
+
+// uriScheme matches the scheme of a URI (RFC 3986 §3.1) of at least two
+// characters, so that a drive letter is not one.
+var uriScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]+:`)
+
+// CheckPath returns an error wrapping ErrNotALedgerLocation when dsn, which
+// is not a PostgreSQL URL (IsPostgresDSN), starts with a URI scheme; a
+// file whose name does start so is named with a directory ("./name"). The
+// error names only the scheme: the rest may hold a password.
+func CheckPath(dsn string) error {
+	if scheme := URLScheme(dsn); scheme != "" {
+		return fmt.Errorf("%w: it starts with the URL scheme %q; the ledger is a PostgreSQL URL (postgres:// or postgresql://) or a SQLite file path (prefix a file whose name starts so with ./)",
+			ErrNotALedgerLocation, scheme+":")
+	}
+	return nil
+}
+
+// URLScheme returns the URI scheme (RFC 3986 §3.1, without the colon) dsn
+// starts with, or "" when it starts with none; a one-letter scheme (a
+// drive letter) does not count.
+func URLScheme(dsn string) string {
+	return strings.TrimSuffix(uriScheme.FindString(dsn), ":")
 }
 
 // IsPostgresDSN reports whether dsn names a PostgreSQL database rather than

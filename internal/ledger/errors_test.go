@@ -225,3 +225,41 @@ func TestCheckpointTimer(t *testing.T) {
 	cps, _ := s.Checkpoints(ctx)
 	t.Fatalf("no checkpoint of size 3 after idling: %v", cps)
 }
+
+// TestCheckPath: a location that starts with a URL scheme and is not a
+// PostgreSQL URL is refused (ErrNotALedgerLocation), naming only the
+// scheme; file paths, including one with a colon after a directory and a
+// drive-letter-like one, are not.
+func TestCheckPath(t *testing.T) {
+	for _, tc := range []struct {
+		dsn    string
+		scheme string // "" when accepted
+	}{
+		{"/var/lib/gatehouse/ledger.db", ""},
+		{"ledger.db", ""},
+		{"./mysql:x.db", ""},
+		{"C:ledger.db", ""},
+		{"mysql://u:secret@h/db", "mysql"},
+		{"postgres:/u:secret@h/db", "postgres"},
+		{"sqlite:///tmp/x.db", "sqlite"},
+		{"file:ledger.db", "file"},
+		{"Postgres://u:secret@h/db", "Postgres"},
+	} {
+		err := CheckPath(tc.dsn)
+		if got := URLScheme(tc.dsn); got != tc.scheme {
+			t.Errorf("URLScheme(%q) = %q, want %q", tc.dsn, got, tc.scheme)
+		}
+		if tc.scheme == "" {
+			if err != nil {
+				t.Errorf("CheckPath(%q) = %v, want nil", tc.dsn, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNotALedgerLocation) || !strings.Contains(err.Error(), `"`+tc.scheme+`:"`) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("CheckPath(%q) = %v, want ErrNotALedgerLocation naming %s: and nothing after it", tc.dsn, err, tc.scheme)
+		}
+		if _, err := OpenStore(context.Background(), tc.dsn, false); !errors.Is(err, ErrNotALedgerLocation) {
+			t.Errorf("OpenStore(%q) = %v, want ErrNotALedgerLocation", tc.dsn, err)
+		}
+	}
+}

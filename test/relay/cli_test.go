@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,6 +261,46 @@ func TestOutputNeverAliasesLedgerFiles(t *testing.T) {
 				t.Errorf("%s was modified: %q", tt.target, got)
 			}
 		})
+	}
+}
+
+// TestStateWithUnknownScheme: a --state that starts like a URL but is not
+// a PostgreSQL URL is refused before the server starts, names only the
+// scheme (the rest may hold a password), and creates nothing; it used to
+// become a SQLite file named after the URL in the working directory.
+func TestStateWithUnknownScheme(t *testing.T) {
+	t.Parallel()
+	for i, state := range []string{"mysql://u:hunter2@127.0.0.1/db", "postgres:/u:hunter2@127.0.0.1/db", "sqlite:///tmp/x.db", "file:ledger.db", "Postgres://u:hunter2@127.0.0.1/db"} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { // the name is in temporary paths: no password
+			t.Parallel()
+			dir := t.TempDir()
+			marker := filepath.Join(t.TempDir(), "marker")
+			h := startGH(t, run{flags: []string{"--state", state}, server: []string{"--marker", marker}, dir: dir})
+			h.killAtCleanup(marker)
+			if code := h.wait(10 * time.Second); code != 78 {
+				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.tail())
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("the server was spawned for a refused configuration")
+			}
+			errOut := h.stderr.String()
+			if !strings.Contains(errOut, "URL scheme") || strings.Contains(errOut, "hunter2") {
+				t.Errorf("stderr should name the scheme and never the password:\n%s", errOut)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Errorf("the refused --state created %s in the working directory", left[0].Name())
+			}
+		})
+	}
+	// A file whose name starts like a URL is named with a directory.
+	dir := t.TempDir()
+	h := startGH(t, run{flags: []string{"--state", "./mysql:x.db"}, dir: dir})
+	h.closeStdin()
+	if code := h.wait(10 * time.Second); code != 0 {
+		t.Fatalf("--state ./mysql:x.db: exit %d\n%s", code, h.tail())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mysql:x.db")); err != nil {
+		t.Errorf("--state ./mysql:x.db: %v", err)
 	}
 }
 

@@ -82,6 +82,8 @@ type run struct {
 	raw []string
 	// cred runs gatehouse as another user.
 	cred *syscall.Credential
+	// dir is gatehouse's working directory; "" means the test's.
+	dir string
 }
 
 // gh is a running gatehouse with a scripted client on its stdio.
@@ -122,6 +124,7 @@ func startGH(t testing.TB, r run) *gh {
 		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = r.dir
 	// Each run gets its own state directory (the default audit ledger and
 	// its key live there), unless the test chooses one: tests neither touch
 	// the real home directory nor share a ledger.

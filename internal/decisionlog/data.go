@@ -88,6 +88,24 @@ type ToolDecision struct {
 	Forwarded bool `json:"forwarded"`
 }
 
+// ToolRefused is the `data` of a [TypeToolRefused] event: the tools/call
+// of decision event DecisionEventID was not forwarded after all.
+type ToolRefused struct {
+	// DecisionEventID is the id of the call's tool decision event.
+	DecisionEventID string `json:"decision_event_id"`
+	// Tool, RPCIDPresent, RPCID and ToolCallID repeat the decision event's.
+	Tool         string          `json:"tool"`
+	RPCIDPresent bool            `json:"rpc_id_present"`
+	RPCID        json.RawMessage `json:"rpc_id"`
+	ToolCallID   string          `json:"tool_call_id"`
+	// ReasonCode and Reason say why ("decision_not_recorded": the audit
+	// ledger could not record the call's evidence).
+	ReasonCode string `json:"reason_code"`
+	Reason     string `json:"reason"`
+	// Forwarded is always false.
+	Forwarded bool `json:"forwarded"`
+}
+
 // ShadowDecision is what a shadow policy would have decided; it is recorded
 // but not enforced.
 type ShadowDecision struct {

@@ -39,6 +39,13 @@ const (
 	// refused before any policy decision (for example a malformed or
 	// oversized line). It is not a tool decision and gets no receipt.
 	TypeFrameRejected = "gatehouse.frame.rejected.v1"
+	// TypeToolRefused is the type of the event emitted when a tools/call
+	// whose decision event said forwarded is refused after all, before it
+	// reached the server: its evidence could not be recorded in the audit
+	// ledger and the gateway fails closed. Its data is a [ToolRefused]; the
+	// decision event is never rewritten (the log is append-only), so this
+	// event is what corrects it.
+	TypeToolRefused = "gatehouse.tool.refused.v1"
 )
 
 // SpecVersion is the CloudEvents specification version of every event.

@@ -281,7 +281,13 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	finish := func(call *Call, evErr error) (bool, []byte) {
 		if evErr != nil {
 			s.log.Error("evidence write failed", "err", evErr)
+			wasAllowed := allowed
 			notRecorded()
+			if wasAllowed && !allowed && s.cfg.Log != nil && eventID != "" {
+				// The decision event already says forwarded: the log
+				// is append-only, so a second event corrects it.
+				s.emitRefused(eventID, data, id, d.Rule, d.Reason)
+			}
 		}
 		if allowed {
 			if s.cancelled(id, slot) {
@@ -347,6 +353,22 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	}
 	s.toServerQ.push(line, func() (bool, []byte) { return finish(call, wait()) })
 	return false, nil
+}
+
+// emitRefused writes the gatehouse.tool.refused.v1 event of an allowed
+// call refused after its decision event (decision) was written as
+// eventID: rule and reason say why. id is the call's JSON-RPC id (a copy:
+// decision.RPCID may point into a reused read buffer by now). A failed
+// write is logged; the call is refused either way.
+func (s *Session) emitRefused(eventID string, decision decisionlog.ToolDecision, id jsonrpc.ID, rule, reason string) {
+	data := decisionlog.ToolRefused{DecisionEventID: eventID, Tool: decision.Tool, RPCIDPresent: id.Present(),
+		RPCID: json.RawMessage("null"), ToolCallID: decision.ToolCallID, ReasonCode: rule, Reason: reason}
+	if id.Present() {
+		data.RPCID = json.RawMessage(id.Raw())
+	}
+	if _, err := s.cfg.Log.Emit(decisionlog.TypeToolRefused, data); err != nil {
+		s.log.Error("decision log write failed", "err", err)
+	}
 }
 
 // copyRaw copies b, keeping nil as nil (an absent id stays absent).

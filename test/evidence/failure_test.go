@@ -3,6 +3,7 @@ package evidencee2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,7 +75,8 @@ func TestLedgerWriteFailureFailsClosed(t *testing.T) {
 			t.Parallel()
 			state := unwritableLedger(t)
 			record := filepath.Join(t.TempDir(), "record")
-			flags := []string{"--state", state}
+			dlog := filepath.Join(t.TempDir(), "decisions.jsonl")
+			flags := []string{"--state", state, "--decision-log", dlog, "--event-source", "gatehouse://test/failure"}
 			if policy != "" {
 				flags = append(flags, "--policy", testdata(policy))
 			}
@@ -100,7 +102,62 @@ func TestLedgerWriteFailureFailsClosed(t *testing.T) {
 			}
 			// What was stored before still verifies.
 			verifyLedger(t, state)
+			checkRefusedEvents(t, dlog, []string{`"x1"`, `"x2"`})
 		})
+	}
+}
+
+// checkRefusedEvents: the decision log has, for each JSON-RPC id in ids, a
+// tool decision event that forwarded the call (the policy allowed it,
+// before the ledger failed) and a gatehouse.tool.refused.v1 event naming
+// that event, not forwarded, reason decision_not_recorded: the decision log
+// never leaves a refused call marked forwarded.
+func checkRefusedEvents(t *testing.T, path string, ids []string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Data struct {
+			RPCID           json.RawMessage `json:"rpc_id"`
+			Forwarded       bool            `json:"forwarded"`
+			DecisionEventID string          `json:"decision_event_id"`
+			ReasonCode      string          `json:"reason_code"`
+		} `json:"data"`
+	}
+	decided := map[string]string{} // rpc id -> decision event id
+	refused := map[string]event{}  // decision event id -> refused event
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var ev event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatalf("decision log line %q: %v", line, err)
+		}
+		switch ev.Type {
+		case "gatehouse.tool.decision.v1":
+			if ev.Data.Forwarded {
+				decided[string(ev.Data.RPCID)] = ev.ID
+			}
+		case "gatehouse.tool.refused.v1":
+			refused[ev.Data.DecisionEventID] = ev
+		}
+	}
+	for _, id := range ids {
+		evID, ok := decided[id]
+		if !ok {
+			t.Errorf("no forwarded decision event for id %s:\n%s", id, raw)
+			continue
+		}
+		r, ok := refused[evID]
+		if !ok {
+			t.Errorf("call %s was refused, but no gatehouse.tool.refused.v1 event names its decision event %s:\n%s", id, evID, raw)
+			continue
+		}
+		if r.Data.Forwarded || r.Data.ReasonCode != "decision_not_recorded" || string(r.Data.RPCID) != id {
+			t.Errorf("refused event for %s: %+v", id, r.Data)
+		}
 	}
 }
 

@@ -33,6 +33,7 @@ const (
 	typeStart    = "gatehouse.session.start.v1"
 	typeStop     = "gatehouse.session.stop.v1"
 	typeRejected = "gatehouse.frame.rejected.v1"
+	typeRefused  = "gatehouse.tool.refused.v1"
 )
 
 // event is the part of a decision-log line that logview shows.
@@ -44,6 +45,7 @@ type event struct {
 		Decision           string          `json:"decision"`
 		MatchedRule        string          `json:"matched_rule"`
 		Reason             string          `json:"reason"`
+		ReasonCode         string          `json:"reason_code"`
 		RPCIDPresent       bool            `json:"rpc_id_present"`
 		RPCID              json.RawMessage `json:"rpc_id"`
 		ToolCallID         string          `json:"tool_call_id"`
@@ -161,6 +163,14 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 			reason += fmt.Sprintf(" [shadow: %s would %s]", orDash(d.Shadow.MatchedRule), strings.ToUpper(orDash(d.Shadow.Action)))
 		}
 		fmt.Fprintf(w, "%s\tdecision\t%s\t%s\t%s\t%s\t%s\t%s\n", ts, d.Tool, strings.ToUpper(d.Decision), d.MatchedRule, id, callID, reason)
+	case typeRefused:
+		// An allowed call refused after its decision event: its
+		// evidence could not be recorded (fail closed).
+		id := "-"
+		if d.RPCIDPresent {
+			id = string(d.RPCID)
+		}
+		fmt.Fprintf(w, "%s\trefused\t%s\tNOT FORWARDED\t%s\t%s\t%s\t%s\n", ts, d.Tool, d.ReasonCode, id, d.ToolCallID, d.Reason)
 	case typeStart:
 		fmt.Fprintf(w, "%s\tsession start\t\t\t\t\t\tpolicy %s\n", ts, orDash(d.PolicyName))
 	case typeStop:

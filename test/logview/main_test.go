@@ -11,6 +11,7 @@ const sampleLog = `{"specversion":"1.0","id":"a","source":"gatehouse://t","type"
 {"specversion":"1.0","id":"c","source":"gatehouse://t","type":"gatehouse.tool.decision.v1","time":"2026-11-30T09:41:54.6Z","data":{"tool":"write_file","decision":"deny","matched_rule":"no_writes","reason":"read only","rpc_id_present":false,"rpc_id":null,"tool_call_id":"gen_x","tool_call_id_strength":"weak"}}
 {"specversion":"1.0","id":"s","source":"gatehouse://t","type":"gatehouse.tool.decision.v1","time":"2026-11-30T09:41:54.65Z","data":{"tool":"read_secret","decision":"allow","matched_rule":"default","reason":"no rule matched","rpc_id_present":true,"rpc_id":3,"tool_call_id":"req_3","tool_call_id_strength":"weak","shadow":{"action":"deny","matched_rule":"no_secrets","reason":"secret files"}}}
 {"specversion":"1.0","id":"e","source":"gatehouse://t","type":"gatehouse.frame.rejected.v1","time":"2026-11-30T09:41:54.7Z","data":{"direction":"client","reason":"parse error: invalid character 'o' in literal null (expecting 'u') at byte 1","code":-32700,"bytes":9}}
+{"specversion":"1.0","id":"r","source":"gatehouse://t","type":"gatehouse.tool.refused.v1","time":"2026-11-30T09:41:54.8Z","data":{"decision_event_id":"b","tool":"read_text_file","rpc_id_present":true,"rpc_id":2,"tool_call_id":"req_2","reason_code":"decision_not_recorded","reason":"the decision could not be recorded; refused (fail closed)","forwarded":false}}
 {"specversion":"1.0","id":"d","source":"gatehouse://t","type":"gatehouse.session.stop.v1","time":"2026-11-30T09:41:55Z","data":{"reason":"client_eof","exit_code":0}}
 `
 
@@ -27,7 +28,8 @@ func TestView(t *testing.T) {
 			log:    sampleLog,
 			expect: expectations{"read_text_file": "allow", "write_file": "deny"},
 			wantOut: []string{"session start", "policy readonly-agent", "read_text_file  ALLOW", "write_file      DENY", "req_2 (weak)", "client_eof, server exit code 0",
-				"no rule matched [shadow: no_secrets would DENY]", "frame rejected", "from client: parse error: invalid character 'o' in literal null (expecting 'u') at byte 1 (-32700)"},
+				"no rule matched [shadow: no_secrets would DENY]", "frame rejected", "from client: parse error: invalid character 'o' in literal null (expecting 'u') at byte 1 (-32700)",
+				"refused", "NOT FORWARDED", "decision_not_recorded", "refused (fail closed)"},
 		},
 		{
 			name:    "expected deny is missing",
@@ -50,7 +52,7 @@ func TestView(t *testing.T) {
 		{
 			name:    "malformed line",
 			log:     sampleLog + "{truncated\n",
-			wantErr: "line 7: not a JSON object",
+			wantErr: "line 8: not a JSON object",
 		},
 	}
 	for _, tt := range tests {

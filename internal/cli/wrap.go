@@ -26,9 +26,24 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
-// DefaultPolicyNotice is the one stderr line printed when wrap runs without
-// --policy.
-const DefaultPolicyNotice = "gatehouse: no --policy given: using the built-in default policy (allow every tool call, record every decision)"
+// defaultPolicyNotice is the one stderr line printed when wrap runs
+// without --policy: the built-in default allows every call, and the line
+// says where the decisions are recorded (ledgerOn: the audit ledger;
+// decisionLog: the --decision-log path, "" for none), or that they are not.
+func defaultPolicyNotice(ledgerOn bool, decisionLog string) string {
+	var where []string
+	if ledgerOn {
+		where = append(where, "the audit ledger")
+	}
+	if decisionLog != "" {
+		where = append(where, "the decision log")
+	}
+	recorded := "decisions are not recorded: --no-ledger and no --decision-log"
+	if len(where) > 0 {
+		recorded = "every decision recorded in " + strings.Join(where, " and ")
+	}
+	return "gatehouse: no --policy given: using the built-in default policy (allow every tool call; " + recorded + ")"
+}
 
 type wrapFlags struct {
 	policyPath   string
@@ -158,7 +173,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		pol = p
 		warnUnnamedRole(stderr, pol, f.role, f.policyPath)
 	} else {
-		fmt.Fprintln(stderr, DefaultPolicyNotice)
+		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog))
 	}
 	if f.decisionLog == "" && (f.eventSource != "") {
 		return configError("--event-source needs --decision-log")

@@ -650,6 +650,17 @@ func TestDefaultPolicyNotice(t *testing.T) {
 	if !strings.Contains(h.stderr.String(), "built-in default") {
 		t.Errorf("stderr does not say the built-in default applies:\n%s", h.tail())
 	}
+	if !strings.Contains(h.stderr.String(), "every decision recorded in the audit ledger)") {
+		t.Errorf("stderr does not say where the decisions are recorded:\n%s", h.tail())
+	}
+	// Nothing records the decisions: the line must not claim otherwise.
+	h = startGH(t, run{flags: []string{"--no-ledger"}})
+	expectResult(t, h.call(ping("1"), "1"), "1")
+	h.closeStdin()
+	h.wait(5 * time.Second)
+	if errOut := h.stderr.String(); !strings.Contains(errOut, "decisions are not recorded") || strings.Contains(errOut, "every decision recorded") {
+		t.Errorf("with --no-ledger and no --decision-log, stderr should say decisions are not recorded:\n%s", h.tail())
+	}
 	h = startGH(t, run{flags: []string{"--policy", testdata("deny-delete.yaml")}})
 	expectResult(t, h.call(ping("1"), "1"), "1")
 	h.closeStdin()

@@ -468,11 +468,17 @@ met, 64 usage, 2 the ledger cannot be read.`,
 // (policy actions, which receipts and audit events carry).
 var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
 
+// showKinds are the values of --kind: the entry kinds Gatehouse writes.
+var showKinds = []string{ledger.KindAuditEvent, ledger.KindGatewayDecision, ledger.KindServerReceipt, ledger.KindSession}
+
 func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	var since, until time.Time
 	var err error
 	if f.action != "" && !slices.Contains(showActions, f.action) {
 		return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--action %q: want one of %s", f.action, strings.Join(showActions, ", "))}
+	}
+	if f.kind != "" && !slices.Contains(showKinds, f.kind) {
+		return &exitError{code: ledgerExitUsage, err: fmt.Errorf("--kind %q: want one of %s", f.kind, strings.Join(showKinds, ", "))}
 	}
 	if f.since != "" {
 		if since, err = time.Parse(time.RFC3339Nano, f.since); err != nil {

@@ -301,6 +301,10 @@ func TestLedgerShowCLI(t *testing.T) {
 	if code != 64 || out != "" || !strings.Contains(errOut, "want one of allow, deny") {
 		t.Fatalf("--action DENY: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--kind", "receipt")
+	if code != 64 || out != "" || !strings.Contains(errOut, "want one of audit_event, gateway_decision, server_receipt, session") {
+		t.Fatalf("--kind receipt: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	// A lineage id nothing carries is said so on stderr (exit 0: an
 	// empty answer); one that matches says nothing there.
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--lineage", "gw_dec_9")

@@ -67,6 +67,7 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 	if err != nil {
 		return nil, nil, fmt.Errorf("--ledger-key: %w", err)
 	}
+	warnReadableKey(stderr, keyPath)
 	led, err := ledger.Open(ctx, dsn, ledger.Options{Signer: signer})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)
@@ -86,6 +87,18 @@ func defaultStateDir() (string, error) {
 		return "", err
 	}
 	return filepath.Dir(p), nil
+}
+
+// warnReadableKey writes a warning when the signing key at path may be
+// read by its group or by others: whoever reads it can sign checkpoints
+// that verify as the gateway's. It is not refused (a key mounted from a
+// secret store is often 0644 in a private directory).
+func warnReadableKey(stderr io.Writer, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "gatehouse: warning: the ledger signing key %s has mode %04o: others who can read it can sign checkpoints as this gateway (chmod 600 %s)\n", path, fi.Mode().Perm(), path)
 }
 
 // defaultSignerKeyPath is the checkpoint signing key wrap uses without

@@ -18,7 +18,15 @@ func LoadSigner(path string) (note.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: reading signer key: %w", err)
 	}
-	s, err := note.NewSigner(strings.TrimSpace(string(b)))
+	text := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(text, "PRIVATE+KEY+") {
+		// Never echo the file: it may be some other secret.
+		if _, err := note.NewVerifier(text); err == nil {
+			return nil, fmt.Errorf("ledger: %s is a verifier key (the public one); pass the signer key, the .skey file it was generated with", path)
+		}
+		return nil, fmt.Errorf("ledger: %s is not a signer key (one line starting PRIVATE+KEY+, as gatehouse keys generate writes)", path)
+	}
+	s, err := note.NewSigner(text)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: signer key %s: %w", path, err)
 	}

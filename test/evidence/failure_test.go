@@ -3,6 +3,7 @@ package evidencee2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // fsizeLimit is the RLIMIT_FSIZE gatehouse runs under when its ledger must
@@ -239,6 +242,20 @@ func TestRefusedConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	okState := filepath.Join(dir, "ok", "ledger.db")
+	skey, vkey, err := note.GenerateKey(rand.Reader, "gw-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkeyFile, openKey := filepath.Join(dir, "gw.vkey"), filepath.Join(dir, "open.skey")
+	if err := os.WriteFile(vkeyFile, []byte(vkey+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(openKey, []byte(skey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(openKey, 0o644); err != nil { // past the umask
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		flags []string
@@ -250,6 +267,9 @@ func TestRefusedConfiguration(t *testing.T) {
 		{"receipt-keys missing", []string{"--state", okState, "--receipt-keys", filepath.Join(dir, "missing.yaml")}, 78, "--receipt-keys"},
 		{"receipt-keys malformed", []string{"--state", okState, "--receipt-keys", badKeys}, 78, "--receipt-keys"},
 		{"ledger-key missing", []string{"--state", okState, "--ledger-key", filepath.Join(dir, "missing.skey")}, 78, "--ledger-key"},
+		{"ledger-key is the verifier key", []string{"--state", okState, "--ledger-key", vkeyFile}, 78, "is a verifier key (the public one)"},
+		// A signing key others can read is used, with a warning.
+		{"ledger-key readable by others", []string{"--state", filepath.Join(dir, "open", "ledger.db"), "--ledger-key", openKey}, 0, "has mode 0644"},
 		{"postgres unreachable", []string{"--state", "postgres://gatehouse@127.0.0.1:1/none?sslmode=disable&connect_timeout=3"}, 78, "--state"},
 		// receipts.require needs the ledger.
 		{"no-ledger with require-receipts", []string{"--no-ledger", "--require-receipts", "verified"}, 78, "ledger"},

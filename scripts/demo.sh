@@ -113,3 +113,6 @@ echo "inclusion proof for entry $seq: $tmp/proof.json"
 	fail "the inclusion proof does not verify"
 
 printf '\ndemo: OK\n'
+if [[ "${DEMO_KEEP:-0}" != 1 ]]; then
+	echo "(the files shown above are removed now; run DEMO_KEEP=1 make demo to keep them in $tmp)"
+fi

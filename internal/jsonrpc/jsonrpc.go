@@ -216,12 +216,59 @@ func Body(frame []byte) []byte {
 // Code says how to answer: -32700 for anything that is not exactly one strict
 // JSON value (bad syntax, invalid UTF-8, duplicate member names, trailing
 // data), -32600 for JSON that is not a JSON-RPC 2.0 message or batch.
+//
+// A -32700 for duplicate member names carries the id (Error.ID) when the
+// frame is otherwise strict JSON and has exactly one top-level member whose
+// name folds to "id", spelled "id", with a string or number value: the
+// sender can then be answered instead of waiting for a response that never
+// comes.
 func Parse(frame []byte) (Message, error) {
 	body := Body(frame)
 	if m, ok := parseFast(body); ok {
 		return m, nil
 	}
 	return parseRef(body)
+}
+
+// duplicatesID returns the id of body when body is a JSON object that is
+// strict JSON but for duplicate member names (anywhere) and has exactly one
+// top-level member whose name equals "id" ignoring case, that member is
+// named exactly "id", and its value is a string or number; else the absent
+// ID. A second "id", or an "ID" beside it, makes the id ambiguous: a server
+// reading names another way could see another one.
+func duplicatesID(body []byte) ID {
+	dec := newDecoder(body, jsontext.AllowDuplicateNames(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ID{}
+	}
+	var id ID
+	ids := 0
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return ID{}
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return ID{}
+		}
+		if !strings.EqualFold(name, "id") {
+			continue
+		}
+		ids++
+		end := int(dec.InputOffset())
+		if name == "id" {
+			id = validID(ID{raw: append([]byte(nil), body[end-len(v):end]...)})
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // the closing brace
+		return ID{}
+	}
+	if _, err := dec.ReadToken(); err != io.EOF || ids != 1 {
+		return ID{}
+	}
+	return id
 }
 
 // parseFast classifies body on the fast path (scan.go): ok is false when
@@ -297,6 +344,16 @@ func methodName(raw []byte) (string, bool) {
 // parseRef is Parse by the jsontext tokenizer: the reference the fast path
 // is checked against, and the path of every frame the fast path declines.
 func parseRef(body []byte) (Message, error) {
+	m, err := parseStrict(body)
+	if perr, ok := err.(*Error); ok && perr.Code == CodeParseError && !perr.ID.Present() {
+		perr.ID = duplicatesID(body)
+	}
+	return m, err
+}
+
+// parseStrict is parseRef without the id of a frame refused for duplicate
+// member names.
+func parseStrict(body []byte) (Message, error) {
 	p := decoders.Get().(*parser)
 	defer decoders.Put(p)
 	p.reset(body)

@@ -138,15 +138,17 @@ func TestParseInvalid(t *testing.T) {
 		{"overlong UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"a\":\"\xc0\xaf\"}}\n", CodeParseError, ""},
 		{"UTF-8 surrogate bytes", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"a\":\"\xed\xa0\x80\"}}\n", CodeParseError, ""},
 		{"lone surrogate escape", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\ud800"}}` + "\n", CodeParseError, ""},
-		{"duplicate top-level name", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}` + "\n", CodeParseError, ""},
+		// Refused for duplicate names, answered to the id when it is
+		// unambiguous (one member named "id", no other spelling of it).
+		{"duplicate top-level name", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}` + "\n", CodeParseError, "1"},
 		{"duplicate id", `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}` + "\n", CodeParseError, ""},
-		{"duplicate in params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"delete"}}` + "\n", CodeParseError, ""},
-		{"duplicate in arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{"path":"/tmp/allowed/a","path":"/etc/passwd"}}}` + "\n", CodeParseError, ""},
-		{"duplicate deep in an array", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[{"b":{"c":1,"c":1}}]}}` + "\n", CodeParseError, ""},
-		{"duplicate by escape", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,"\u0061":2}}` + "\n", CodeParseError, ""},
-		{"duplicate in _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"claudecode/toolUseId":"a","claudecode/toolUseId":"b"}}}` + "\n", CodeParseError, ""},
+		{"duplicate in params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"delete"}}` + "\n", CodeParseError, "1"},
+		{"duplicate in arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{"path":"/tmp/allowed/a","path":"/etc/passwd"}}}` + "\n", CodeParseError, "1"},
+		{"duplicate deep in an array", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[{"b":{"c":1,"c":1}}]}}` + "\n", CodeParseError, "1"},
+		{"duplicate by escape", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,"\u0061":2}}` + "\n", CodeParseError, "1"},
+		{"duplicate in _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"claudecode/toolUseId":"a","claudecode/toolUseId":"b"}}}` + "\n", CodeParseError, "1"},
 		{"duplicate in a batch member", `[{"jsonrpc":"2.0","id":1,"method":"ping","id":2}]` + "\n", CodeParseError, ""},
-		{"duplicate jsonrpc", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}` + "\n", CodeParseError, ""},
+		{"duplicate jsonrpc", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}` + "\n", CodeParseError, "1"},
 
 		// JSON but not JSON-RPC 2.0: -32600.
 		{"number", "42\n", CodeInvalidRequest, ""},

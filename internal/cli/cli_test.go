@@ -58,18 +58,24 @@ func TestLedgerDisplayDSN(t *testing.T) {
 		"postgres://u@127.0.0.1/db?password=hunter2":                    "postgres://u@127.0.0.1/db?password=xxxxx",
 		"postgresql://u@h/db?sslmode=disable&sslpassword=hunter2":       "postgresql://u@h/db?sslmode=disable&sslpassword=xxxxx",
 		"postgres://u:a@h/db?PASSWORD=hunter2&application_name=gateway": "postgres://u:xxxxx@h/db?PASSWORD=xxxxx&application_name=gateway",
-		// Mistyped schemes are refused, and the refusal shows them too.
-		"mysql://u:hunter2@127.0.0.1/db": "mysql://u:xxxxx@127.0.0.1/db",
-		"pg://u:hunter2@h/db":            "pg://u:xxxxx@h/db",
-		"postgres:/u:hunter2@h/db":       "postgres:...",
-		"postgres:u:hunter2@h%zz":        "postgres:...",
-		"./mysql:x.db":                   "./mysql:x.db",
+		// Values refused as ledgers show only their scheme, or nothing.
+		"mysql://u:hunter2@127.0.0.1/db":                  "mysql:...",
+		"pg://u:hunter2@h/db":                             "pg:...",
+		"postgres:/u:hunter2@h/db":                        "postgres:...",
+		"postgres:u:hunter2@h%zz":                         "postgres:...",
+		"mysql://h/db?pwd=hunter2":                        "mysql:...",
+		"host=127.0.0.1 user=u password=hunter2 dbname=x": "(a keyword/value connection string)",
+		"./mysql:x.db":                                    "./mysql:x.db",
+		"ledger-2026-11-30T18:38:00.db":                   "ledger-2026-11-30T18:38:00.db",
+		// PostgreSQL URLs: other spellings of a secret, and fragments.
+		"postgres://u@h/db?pwd=hunter2&pass=hunter2": "postgres://u@h/db?pass=xxxxx&pwd=xxxxx",
+		"postgres://u@h/db#hunter2":                  "postgres://u@h/db",
 	} {
 		got := ledgerDisplayDSN(in)
-		if strings.Contains(got, "hunter2") || strings.Contains(in, "?") && !strings.Contains(got, "xxxxx") {
+		if strings.Contains(got, "hunter2") || strings.HasPrefix(in, "postgres://") && strings.Contains(in, "?") && !strings.Contains(got, "xxxxx") {
 			t.Errorf("ledgerDisplayDSN(%q) = %q", in, got)
 		}
-		if !strings.Contains(in, "?") && got != want {
+		if (!strings.Contains(in, "?") || !strings.HasPrefix(in, "postgres")) && got != want {
 			t.Errorf("ledgerDisplayDSN(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -69,30 +69,38 @@ func ledgerState(state string) (string, error) {
 	return ledger.DefaultPath()
 }
 
-// ledgerDisplayDSN is dsn as messages show it: a PostgreSQL URL, or any
-// value that starts with a URL scheme (a mistyped one), with its password
-// hidden, both the one in the user information and any query parameter
-// whose name contains "password" (password=, sslpassword=); a file path
-// unchanged.
+// ledgerDisplayDSN is dsn as messages show it, never with a secret: a
+// PostgreSQL URL with the password of its user information and of every
+// query parameter whose name suggests one (password, sslpassword, pwd,
+// pass, secret, token, key) hidden and any fragment dropped; any other
+// value meant as a URL (refused by ledger.CheckPath) as its scheme only; a
+// keyword/value connection string not at all; a file path unchanged.
 func ledgerDisplayDSN(dsn string) string {
-	scheme := ledger.URLScheme(dsn)
-	if scheme == "" {
+	if ledger.IsKeywordDSN(dsn) {
+		return "(a keyword/value connection string)"
+	}
+	if !ledger.IsPostgresDSN(dsn) {
+		if scheme := ledger.URLScheme(dsn); scheme != "" {
+			return scheme + ":..."
+		}
 		return dsn
 	}
 	u, err := url.Parse(dsn)
-	if err != nil || !ledger.IsPostgresDSN(dsn) && u.Host == "" {
-		// Unparsable, or no authority ("postgres:/u:pw@h"): where a
-		// password would be is unknown, so only the scheme is shown.
-		return scheme + ":..."
+	if err != nil {
+		return ledger.URLScheme(dsn) + ":..."
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
+	u.Fragment, u.RawFragment = "", ""
 	if u.RawQuery != "" {
 		q := u.Query()
 		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q.Set(k, "xxxxx")
+			lk := strings.ToLower(k)
+			for _, secret := range []string{"pass", "pwd", "secret", "token", "key"} {
+				if strings.Contains(lk, secret) {
+					q.Set(k, "xxxxx")
+				}
 			}
 		}
 		u.RawQuery = q.Encode()
@@ -810,6 +818,9 @@ Exit status: 0 printed, 1 failed, 2 cannot be read.`,
 			}
 			ctx := context.Background()
 			if !ledger.IsPostgresDSN(dsn) {
+				if err := ledger.CheckPath(dsn); err != nil {
+					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: --state %s: %w", ledgerDisplayDSN(dsn), err)}
+				}
 				if _, err := os.Stat(dsn); err != nil {
 					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %w", err)}
 				}

@@ -152,34 +152,64 @@ func OpenStore(ctx context.Context, dsn string, readOnly bool) (Store, error) {
 }
 
 // ErrNotALedgerLocation is returned (wrapped) by CheckPath, Open and
-// OpenStore for a location that starts like a URL ("mysql://...",
-// "sqlite:...", "file:...", "postgres:/x") but is not a PostgreSQL URL:
-// taken as a file path it would quietly create a local SQLite file named
-// after the URL where a shared ledger was meant.
+// OpenStore for a location that is meant as a URL or connection string
+// but is not a PostgreSQL URL ("mysql://...", "sqlite:...", "file:...",
+// "postgres:/x", "host=h dbname=d"): taken as a file path it would quietly
+// create a local SQLite file, named after the URL (and any password in
+// it), where a shared ledger was meant.
 var ErrNotALedgerLocation = errors.New("not a ledger location")
 
 // uriScheme matches the scheme of a URI (RFC 3986 §3.1) of at least two
 // characters, so that a drive letter is not one.
 var uriScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]+:`)
 
+// urlSchemes are schemes that make a location a URL even without "//"
+// after them ("file:ledger.db", "sqlite:x.db").
+var urlSchemes = map[string]bool{
+	"file": true, "sqlite": true, "sqlite3": true, "postgres": true, "postgresql": true, "pg": true,
+	"mysql": true, "mariadb": true, "http": true, "https": true, "redis": true, "mongodb": true,
+}
+
+// keywordDSN matches a libpq keyword/value connection string
+// ("host=h user=u password=p dbname=d").
+var keywordDSN = regexp.MustCompile(`(^|\s)(host|hostaddr|port|dbname|user|password|sslmode|service)\s*=`)
+
 // CheckPath returns an error wrapping ErrNotALedgerLocation when dsn, which
-// is not a PostgreSQL URL (IsPostgresDSN), starts with a URI scheme; a
-// file whose name does start so is named with a directory ("./name"). The
-// error names only the scheme: the rest may hold a password.
+// is not a PostgreSQL URL (IsPostgresDSN), is meant as a URL (URLScheme)
+// or is a keyword/value connection string; a file whose name starts like
+// a URL is named with a directory ("./name"). The error names only the
+// scheme: the rest may hold a password.
 func CheckPath(dsn string) error {
 	if scheme := URLScheme(dsn); scheme != "" {
 		return fmt.Errorf("%w: it starts with the URL scheme %q; the ledger is a PostgreSQL URL (postgres:// or postgresql://) or a SQLite file path (prefix a file whose name starts so with ./)",
 			ErrNotALedgerLocation, scheme+":")
 	}
+	if IsKeywordDSN(dsn) {
+		return fmt.Errorf("%w: it is a keyword/value connection string; the ledger is a PostgreSQL URL (postgres://user@host/dbname) or a SQLite file path", ErrNotALedgerLocation)
+	}
 	return nil
 }
 
-// URLScheme returns the URI scheme (RFC 3986 §3.1, without the colon) dsn
-// starts with, or "" when it starts with none; a one-letter scheme (a
-// drive letter) does not count.
+// URLScheme returns the URI scheme (RFC 3986 §3.1, without the colon) of
+// dsn when dsn is meant as a URL: the scheme is followed by "/", or is one
+// of the schemes of databases and files ("file:", "sqlite:", "mysql:", ...).
+// Otherwise, a colon in a file name included ("ledger-2026-11-30T18:38.db")
+// or a one-letter scheme (a drive letter), it returns "".
 func URLScheme(dsn string) string {
-	return strings.TrimSuffix(uriScheme.FindString(dsn), ":")
+	m := uriScheme.FindString(dsn)
+	if m == "" {
+		return ""
+	}
+	scheme := strings.TrimSuffix(m, ":")
+	if strings.HasPrefix(dsn[len(m):], "/") || urlSchemes[strings.ToLower(scheme)] {
+		return scheme
+	}
+	return ""
 }
+
+// IsKeywordDSN reports whether dsn is a libpq keyword/value connection
+// string ("host=h user=u dbname=d"), which the ledger does not take.
+func IsKeywordDSN(dsn string) bool { return keywordDSN.MatchString(dsn) }
 
 // IsPostgresDSN reports whether dsn names a PostgreSQL database rather than
 // a SQLite file.

@@ -244,6 +244,11 @@ func TestCheckPath(t *testing.T) {
 		{"sqlite:///tmp/x.db", "sqlite"},
 		{"file:ledger.db", "file"},
 		{"Postgres://u:secret@h/db", "Postgres"},
+		{"mysql:x.db", "mysql"},
+		// A colon in a file name is not a scheme unless "/" follows.
+		{"ledger-2026-11-30T18:38:00.db", ""},
+		{"backup:2026.db", ""},
+		{"backup:/2026.db", "backup"},
 	} {
 		err := CheckPath(tc.dsn)
 		if got := URLScheme(tc.dsn); got != tc.scheme {
@@ -261,5 +266,10 @@ func TestCheckPath(t *testing.T) {
 		if _, err := OpenStore(context.Background(), tc.dsn, false); !errors.Is(err, ErrNotALedgerLocation) {
 			t.Errorf("OpenStore(%q) = %v, want ErrNotALedgerLocation", tc.dsn, err)
 		}
+	}
+	// A libpq keyword/value string is refused, never echoed.
+	kw := "host=127.0.0.1 user=u password=secret dbname=x"
+	if err := CheckPath(kw); !errors.Is(err, ErrNotALedgerLocation) || strings.Contains(err.Error(), "secret") {
+		t.Errorf("CheckPath(keyword DSN) = %v", err)
 	}
 }

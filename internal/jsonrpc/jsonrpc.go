@@ -231,18 +231,21 @@ func Parse(frame []byte) (Message, error) {
 }
 
 // duplicatesID returns the id of body when body is a JSON object that is
-// strict JSON but for duplicate member names (anywhere) and has exactly one
-// top-level member whose name equals "id" ignoring case, that member is
-// named exactly "id", and its value is a string or number; else the absent
-// ID. A second "id", or an "ID" beside it, makes the id ambiguous: a server
-// reading names another way could see another one.
+// strict JSON but for duplicate member names (anywhere), has a top-level
+// member named "method" (a request: the id of a response names a request
+// of the other side, which an error must not be addressed to), and has
+// exactly one top-level member whose name folds to "id" as the duplicate
+// check folds names (foldKey), named exactly "id", with a string or number
+// value; else the absent ID. A second "id", or an "ID" or "ıd" beside it,
+// makes the id ambiguous: a server reading names another way could see
+// another one.
 func duplicatesID(body []byte) ID {
 	dec := newDecoder(body, jsontext.AllowDuplicateNames(true))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return ID{}
 	}
 	var id ID
-	ids := 0
+	ids, hasMethod := 0, false
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -253,7 +256,10 @@ func duplicatesID(body []byte) ID {
 		if err != nil {
 			return ID{}
 		}
-		if !strings.EqualFold(name, "id") {
+		if name == "method" {
+			hasMethod = true
+		}
+		if foldKey(name) != "id" {
 			continue
 		}
 		ids++
@@ -265,7 +271,7 @@ func duplicatesID(body []byte) ID {
 	if _, err := dec.ReadToken(); err != nil { // the closing brace
 		return ID{}
 	}
-	if _, err := dec.ReadToken(); err != io.EOF || ids != 1 {
+	if _, err := dec.ReadToken(); err != io.EOF || ids != 1 || !hasMethod {
 		return ID{}
 	}
 	return id

@@ -149,6 +149,10 @@ func TestParseInvalid(t *testing.T) {
 		{"duplicate in _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"claudecode/toolUseId":"a","claudecode/toolUseId":"b"}}}` + "\n", CodeParseError, "1"},
 		{"duplicate in a batch member", `[{"jsonrpc":"2.0","id":1,"method":"ping","id":2}]` + "\n", CodeParseError, ""},
 		{"duplicate jsonrpc", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}` + "\n", CodeParseError, "1"},
+		{"duplicate in a response", `{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}` + "\n", CodeParseError, ""},
+		{"id and a dotless-i spelling", `{"jsonrpc":"2.0","id":1,"ıd":2,"method":"ping"}` + "\n", CodeParseError, ""},
+		{"id and an escaped dotless-i spelling", `{"jsonrpc":"2.0","id":1,"\u0131d":2,"method":"ping"}` + "\n", CodeParseError, ""},
+		{"id and ID", `{"jsonrpc":"2.0","id":1,"ID":2,"method":"ping"}` + "\n", CodeParseError, ""},
 
 		// JSON but not JSON-RPC 2.0: -32600.
 		{"number", "42\n", CodeInvalidRequest, ""},

@@ -18,6 +18,10 @@ import (
 const (
 	RuleUnknownTool = "unknown_tool"
 	RuleNotRecorded = "decision_not_recorded"
+	// ReasonCancelled is the reason_code of a gatehouse.tool.refused.v1
+	// event for an allowed call the client cancelled before it was
+	// forwarded.
+	ReasonCancelled = "cancelled_before_forwarding"
 	// RuleArgumentNameCase denies a call with an argument whose name
 	// differs from one of the tool's inputSchema properties only in case.
 	RuleArgumentNameCase   = "argument_name_case"
@@ -292,6 +296,9 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		if allowed {
 			if s.cancelled(id, slot) {
 				s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", p.name)
+				if s.cfg.Log != nil && eventID != "" {
+					s.emitRefused(eventID, data, id, ReasonCancelled, "the client cancelled the call (notifications/cancelled) before it was forwarded")
+				}
 				return false, nil
 			}
 			if slot != nil {

@@ -321,9 +321,36 @@ func TestRelayHeldToolCall(t *testing.T) {
 			if reached := strings.Contains(string(rec), call); reached == tt.cancel {
 				t.Errorf("call reached the server: %v, want %v", reached, !tt.cancel)
 			}
-			ds := decisions(t, readDecisionLog(t, dl, src), true)
+			events := readDecisionLog(t, dl, src)
+			ds := decisions(t, events, true)
 			if len(ds) != 1 || ds[0].Tool != "echo" {
 				t.Errorf("decision events %+v, want one for echo", ds)
+			}
+			// The decision event said forwarded; a cancelled call's
+			// refused event names it.
+			var decisionID string
+			refused := map[string]string{} // decision event id -> reason_code
+			for _, ev := range events {
+				switch ev.Type {
+				case "gatehouse.tool.decision.v1":
+					decisionID = ev.ID
+				case "gatehouse.tool.refused.v1":
+					var d struct {
+						DecisionEventID string `json:"decision_event_id"`
+						ReasonCode      string `json:"reason_code"`
+						Forwarded       bool   `json:"forwarded"`
+					}
+					if err := json.Unmarshal(ev.Data, &d); err != nil || d.Forwarded {
+						t.Errorf("refused event %s: %v", ev.Data, err)
+					}
+					refused[d.DecisionEventID] = d.ReasonCode
+				}
+			}
+			if tt.cancel && refused[decisionID] != "cancelled_before_forwarding" {
+				t.Errorf("cancelled call: refused events %v, want one naming decision event %s with cancelled_before_forwarding", refused, decisionID)
+			}
+			if !tt.cancel && len(refused) != 0 {
+				t.Errorf("a forwarded call has refused events %v", refused)
 			}
 		})
 	}

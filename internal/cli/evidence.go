@@ -65,6 +65,9 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 	}
 	signer, err := ledger.LoadSigner(keyPath)
 	if err != nil {
+		if f.ledgerKey == "" {
+			return nil, nil, fmt.Errorf("the default ledger signing key: %w", err)
+		}
 		return nil, nil, fmt.Errorf("--ledger-key: %w", err)
 	}
 	warnReadableKey(stderr, keyPath)

@@ -182,15 +182,24 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		return configError("--request-receipts-out requires --decision-log and --event-source")
 	}
 	// The other files of the run, which no output may alias: the policy,
-	// the receipt keys, and with the ledger its signing key (and the
-	// verifier key and lock file created beside a default one) and the
-	// SQLite file with the files SQLite keeps beside it.
+	// the receipt keys, Gatehouse's own state (the default ledger and its
+	// signing key, with the files beside them: protected with --no-ledger
+	// too, since later runs use them) and with the ledger the --state file
+	// and --ledger-key. A SQLite --state is resolved once (symlinks, "..")
+	// and opened as resolved: SQLite keeps its -wal and -shm beside the
+	// file it opens, which is where they are checked.
 	inputs := []string{}
 	if f.policyPath != "" {
 		inputs = append(inputs, f.policyPath)
 	}
 	if f.receiptKeys != "" {
 		inputs = append(inputs, f.receiptKeys)
+	}
+	if def, err := ledger.DefaultPath(); err == nil {
+		inputs = append(inputs, sqliteFiles(def)...)
+	}
+	if key, err := defaultSignerKeyPath(); err == nil {
+		inputs = append(inputs, key, verifierKeyPath(key), key+".lock")
 	}
 	if !f.noLedger {
 		if f.state == "" {
@@ -204,14 +213,15 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			if err := ledger.CheckPath(f.state); err != nil {
 				return configError("--state %s: %v", ledgerDisplayDSN(f.state), err)
 			}
-			for _, suffix := range []string{"", "-wal", "-shm", "-journal", "-lock"} {
-				inputs = append(inputs, f.state+suffix)
+			resolved, err := outpath.Resolve(f.state)
+			if err != nil {
+				return configError("--state %s: %v", f.state, err)
 			}
+			f.state = resolved
+			inputs = append(inputs, sqliteFiles(f.state)...)
 		}
 		if f.ledgerKey != "" {
 			inputs = append(inputs, f.ledgerKey)
-		} else if key, err := defaultSignerKeyPath(); err == nil {
-			inputs = append(inputs, key, verifierKeyPath(key), key+".lock")
 		}
 	}
 	var dlog *decisionlog.Log
@@ -348,6 +358,13 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		return &exitError{code: code, err: errors.New("")}
 	}
 	return nil
+}
+
+// sqliteFiles are the SQLite ledger file path and the files kept beside
+// it: the write-ahead log, its shared-memory index, a rollback journal,
+// and the writers' lock (ledger.OpenSQLite).
+func sqliteFiles(path string) []string {
+	return []string{path, path + "-wal", path + "-shm", path + "-journal", path + "-lock"}
 }
 
 // checkOutput checks, before the server starts, that path can be used as an

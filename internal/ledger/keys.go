@@ -26,6 +26,9 @@ func LoadSigner(path string) (note.Signer, error) {
 		}
 		return nil, fmt.Errorf("ledger: %s is not a signer key (one line starting PRIVATE+KEY+, as gatehouse keys generate writes)", path)
 	}
+	if n := strings.Count(text, "\n"); n > 0 {
+		return nil, fmt.Errorf("ledger: %s is not a single signer key line: %d more lines follow the key (was something appended to it?)", path, n)
+	}
 	s, err := note.NewSigner(text)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: signer key %s: %w", path, err)

@@ -59,6 +59,7 @@ func TestLoadSignerGivenOtherFiles(t *testing.T) {
 		{write("k.vkey", vkey+"\n"), "is a verifier key"},
 		{write("other.txt", "password=hunter2\n"), "is not a signer key"},
 		{write("empty", ""), "is not a signer key"},
+		{write("appended.skey", skey+"\n{\"specversion\":\"1.0\"}\n"), "is not a single signer key line"},
 	} {
 		_, err := LoadSigner(tc.path)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {

@@ -212,6 +212,20 @@ func TestOutputNeverAliasesLedgerFiles(t *testing.T) {
 		files[name] = filepath.Join(gh, name)
 	}
 	files["custom.db-shm"] = filepath.Join(dir, "custom.db-shm")
+	// A --state that is a symlink: SQLite keeps its files beside the
+	// target. And one with ".." after a symlinked directory, which the
+	// kernel resolves from the symlink's target.
+	if err := os.MkdirAll(filepath.Join(dir, "real", "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files["real/x.db-wal"] = filepath.Join(dir, "real", "x.db-wal")
+	files["real/a/ledger.db"] = filepath.Join(dir, "real", "a", "ledger.db")
+	if err := os.Symlink(filepath.Join(dir, "real", "x.db"), filepath.Join(dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "real", "a", "b"), filepath.Join(dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
 	files["keys.yaml"] = filepath.Join(dir, "keys.yaml")
 	files["other.skey"] = filepath.Join(dir, "other.skey")
 	for name, p := range files {
@@ -235,6 +249,10 @@ func TestOutputNeverAliasesLedgerFiles(t *testing.T) {
 		{"receipt keys", "keys.yaml", []string{"--receipt-keys", filepath.Join(dir, "keys.yaml")}, "--decision-log"},
 		{"explicit signing key", "other.skey", []string{"--ledger-key", filepath.Join(dir, "other.skey")}, "--decision-log"},
 		{"request receipts on the default signing key", "ledger.skey", []string{"--decision-log", log}, "--request-receipts-out"},
+		{"WAL beside a symlinked --state's target", "real/x.db-wal", []string{"--state", filepath.Join(dir, "link.db")}, "--decision-log"},
+		{"--state through a symlinked directory and ..", "real/a/ledger.db", []string{"--state", dir + "/lnk/../ledger.db"}, "--decision-log"}, // not filepath.Join: it would drop the ".."
+		{"default signing key with --no-ledger", "ledger.skey", []string{"--no-ledger"}, "--decision-log"},
+		{"default ledger with --no-ledger", "ledger.db", []string{"--no-ledger"}, "--decision-log"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,6 +279,32 @@ func TestOutputNeverAliasesLedgerFiles(t *testing.T) {
 				t.Errorf("%s was modified: %q", tt.target, got)
 			}
 		})
+	}
+}
+
+// TestStateOpenedAsResolved: a SQLite --state with ".." after a symlinked
+// directory is opened where the kernel resolves it (beside the symlink's
+// target), the path the alias checks use, not where a lexical clean of the
+// path points.
+func TestStateOpenedAsResolved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "real", "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "real", "a", "b"), filepath.Join(dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	h := startGH(t, run{flags: []string{"--state", dir + "/lnk/../ledger.db"}})
+	h.closeStdin()
+	if code := h.wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, h.tail())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "real", "a", "ledger.db")); err != nil {
+		t.Errorf("the ledger is not where the kernel resolves --state: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ledger.db")); err == nil {
+		t.Errorf("the ledger was created at the lexically cleaned path")
 	}
 }
 

@@ -196,7 +196,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		inputs = append(inputs, f.receiptKeys)
 	}
 	if def, err := ledger.DefaultPath(); err == nil {
-		inputs = append(inputs, sqliteFiles(def)...)
+		inputs = append(inputs, ledger.SQLiteFiles(def)...)
 	}
 	if key, err := defaultSignerKeyPath(); err == nil {
 		inputs = append(inputs, key, verifierKeyPath(key), key+".lock")
@@ -218,7 +218,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 				return configError("--state %s: %v", f.state, err)
 			}
 			f.state = resolved
-			inputs = append(inputs, sqliteFiles(f.state)...)
+			inputs = append(inputs, ledger.SQLiteFiles(f.state)...)
 		}
 		if f.ledgerKey != "" {
 			inputs = append(inputs, f.ledgerKey)
@@ -358,13 +358,6 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		return &exitError{code: code, err: errors.New("")}
 	}
 	return nil
-}
-
-// sqliteFiles are the SQLite ledger file path and the files kept beside
-// it: the write-ahead log, its shared-memory index, a rollback journal,
-// and the writers' lock (ledger.OpenSQLite).
-func sqliteFiles(path string) []string {
-	return []string{path, path + "-wal", path + "-shm", path + "-journal", path + "-lock"}
 }
 
 // checkOutput checks, before the server starts, that path can be used as an

@@ -91,7 +91,7 @@ func OpenSQLite(ctx context.Context, path string, readOnly bool) (Store, error) 
 	if err := createPrivate(abs); err != nil {
 		return nil, err
 	}
-	if s.wlock, err = openWriterLock(abs + "-lock"); err != nil {
+	if s.wlock, err = openWriterLock(abs + writerLockSuffix); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	s.rw, err = sql.Open("sqlite", sqliteDSN(abs, "_journal_mode=WAL", "_synchronous=FULL", "_txlock=immediate"))
@@ -110,6 +110,18 @@ func OpenSQLite(ctx context.Context, path string, readOnly bool) (Store, error) 
 	s.ro.SetMaxOpenConns(4)
 	return s, nil
 }
+
+// SQLiteFiles returns the files of the SQLite ledger at path: path itself
+// and the files kept beside it, the write-ahead log, its shared-memory
+// index, a rollback journal, and the writers' lock (OpenSQLite). Give it a
+// path with its symbolic links resolved: SQLite follows them and keeps its
+// files beside the target.
+func SQLiteFiles(path string) []string {
+	return []string{path, path + "-wal", path + "-shm", path + "-journal", path + writerLockSuffix}
+}
+
+// writerLockSuffix names the writers' lock file beside the database.
+const writerLockSuffix = "-lock"
 
 // sqliteDSN builds a file: URI for path with the given query parameters.
 func sqliteDSN(path string, params ...string) string {

@@ -213,11 +213,12 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			if err := ledger.CheckPath(f.state); err != nil {
 				return configError("--state %s: %v", ledgerDisplayDSN(f.state), err)
 			}
-			resolved, err := outpath.Resolve(f.state)
-			if err != nil {
-				return configError("--state %s: %v", f.state, err)
+			// A path that cannot be walked (a directory this user may
+			// not search) stays as given: opening the ledger reports it,
+			// after the checks of the other paths.
+			if resolved, err := outpath.Resolve(f.state); err == nil {
+				f.state = resolved
 			}
-			f.state = resolved
 			inputs = append(inputs, ledger.SQLiteFiles(f.state)...)
 		}
 		if f.ledgerKey != "" {

@@ -114,5 +114,5 @@ echo "inclusion proof for entry $seq: $tmp/proof.json"
 
 printf '\ndemo: OK\n'
 if [[ "${DEMO_KEEP:-0}" != 1 ]]; then
-	echo "(the files shown above are removed now; run DEMO_KEEP=1 make demo to keep them in $tmp)"
+	echo "(the files shown above are removed now; DEMO_KEEP=1 make demo keeps them)"
 fi

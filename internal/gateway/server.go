@@ -17,10 +17,25 @@ func (s *Session) handleServer(frame []byte) error {
 	if err != nil {
 		perr := err.(*jsonrpc.Error)
 		s.stats.Dropped.Add(1)
+		// The id, when it can be read, addresses the refusal: a response
+		// to a pending client request must not leave the client waiting
+		// for an answer that will never come.
+		id, isRequest := jsonrpc.Sniff(jsonrpc.Body(frame))
 		// Shown on stderr by record; the content is not (it may hold
 		// secrets), only its size and why it was refused.
-		s.record("server", perr.Message, perr.Code, len(frame), jsonrpc.ID{})
-		return nil
+		s.record("server", perr.Message, perr.Code, len(frame), id)
+		if isRequest {
+			// A server request (or notification): its id is the
+			// server's, not one of the client's requests.
+			return nil
+		}
+		// The client gets the kind of fault only: the parser's message
+		// may quote a member name of the frame.
+		why := "not a JSON-RPC 2.0 response"
+		if perr.Code == jsonrpc.CodeParseError {
+			why = "not strict JSON"
+		}
+		return s.failResponse(id, fmt.Sprintf("gatehouse: the server's response was refused (%d bytes): %s", len(frame), why))
 	}
 	switch m.Kind {
 	case jsonrpc.KindBatch:
@@ -155,28 +170,39 @@ func (s *Session) serverOversized(e *wire.FrameTooLargeError) error {
 	if !id.Present() {
 		return nil
 	}
-	s.mu.Lock()
-	ch, private := s.private[id.Key()]
-	delete(s.private, id.Key())
-	s.mu.Unlock()
-	if private {
-		// The answer to the gateway's own tools/list: the refresh fails
-		// now rather than at its timeout.
-		close(ch)
-		return nil
-	}
 	if isRequest {
 		// A server-to-client request: the server is the sender.
 		return s.sendServer(errorFrame(id, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil))
 	}
+	return s.failResponse(id, "gatehouse: the server's response was dropped: "+reason)
+}
+
+// failResponse handles a server response that was dropped (over the limit,
+// or refused by the strict parse) but whose id could be read: the pending
+// client request it answers gets a -32603 error carrying message instead,
+// in order behind the responses before it, and its entry is removed; the
+// answer to one of the gateway's own tools/list requests ends that fetch at
+// once rather than at its timeout. An id naming nothing pending (or absent)
+// is left alone. The error is the client writer's (wrapping ErrFatal).
+func (s *Session) failResponse(id jsonrpc.ID, message string) error {
+	if !id.Present() {
+		return nil
+	}
+	k := id.Key()
 	s.mu.Lock()
-	_, ok := s.pendingC2S[id.Key()]
-	delete(s.pendingC2S, id.Key())
+	if ch, private := s.private[k]; private {
+		delete(s.private, k)
+		s.mu.Unlock()
+		close(ch)
+		return nil
+	}
+	_, ok := s.pendingC2S[k]
+	delete(s.pendingC2S, k)
 	s.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	return s.sendClient(errorFrame(id, jsonrpc.CodeInternalError, "gatehouse: the server's response was dropped: "+reason, nil))
+	return s.relayToClient(errorFrame(id, jsonrpc.CodeInternalError, message, nil), nil)
 }
 
 // refreshCatalog fetches the server's whole tool list (every page) with

@@ -1,0 +1,281 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+)
+
+// rig runs a Session between an in-memory client and a server the test
+// scripts by hand: the test reads what the gateway sends the server and
+// writes the server's frames itself.
+type rig struct {
+	t          *testing.T
+	toGW       *io.PipeWriter // client -> gateway
+	fromGW     *bufio.Reader  // gateway -> client
+	serverIn   *bufio.Reader  // gateway -> server
+	serverOut  *io.PipeWriter // server -> gateway
+	sess       *Session
+	clientDone chan error
+	serverDone chan error
+	lines      chan string // client lines, read by one goroutine
+	srvLines   chan string // server lines, read by one goroutine
+}
+
+func newRig(t *testing.T, cfg Config) *rig {
+	t.Helper()
+	cr, cw := io.Pipe()
+	gr, gw := io.Pipe()
+	sr, sw := io.Pipe()
+	or, ow := io.Pipe()
+	r := &rig{t: t, toGW: cw, fromGW: bufio.NewReader(gr), serverIn: bufio.NewReader(sr), serverOut: ow,
+		clientDone: make(chan error, 1), serverDone: make(chan error, 1),
+		lines: make(chan string, 64), srvLines: make(chan string, 64)}
+	r.sess = New(cfg, sw, gw)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { r.clientDone <- r.sess.RunClient(ctx, cr); sw.Close() }()
+	go func() { r.serverDone <- r.sess.RunServer(ctx, or) }()
+	go func() {
+		for {
+			l, err := r.fromGW.ReadString('\n')
+			if err != nil {
+				close(r.lines)
+				return
+			}
+			r.lines <- l
+		}
+	}()
+	go func() {
+		for {
+			l, err := r.serverIn.ReadString('\n')
+			if err != nil {
+				close(r.srvLines)
+				return
+			}
+			r.srvLines <- l
+		}
+	}()
+	t.Cleanup(func() { cancel(); cw.Close(); gr.Close(); or.Close(); sr.Close() })
+	return r
+}
+
+// send writes a line from the client.
+func (r *rig) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.toGW, line+"\n"); err != nil {
+		r.t.Fatalf("client write: %v", err)
+	}
+}
+
+// serve writes a line from the server.
+func (r *rig) serve(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.serverOut, line+"\n"); err != nil {
+		r.t.Fatalf("server write: %v", err)
+	}
+}
+
+// recv returns the next line the client gets, failing after 5 s.
+func (r *rig) recv() string {
+	r.t.Helper()
+	select {
+	case l, ok := <-r.lines:
+		if !ok {
+			r.t.Fatal("the client's stream ended")
+		}
+		return l
+	case <-time.After(5 * time.Second):
+		r.t.Fatal("no frame to the client within 5s")
+	}
+	return ""
+}
+
+// noRecv fails when the client gets a line within d.
+func (r *rig) noRecv(d time.Duration) {
+	r.t.Helper()
+	select {
+	case l, ok := <-r.lines:
+		if ok {
+			r.t.Fatalf("unexpected frame to the client: %s", l)
+		}
+	case <-time.After(d):
+	}
+}
+
+// got returns the next line the server gets, failing after 5 s.
+func (r *rig) got() string {
+	r.t.Helper()
+	select {
+	case l, ok := <-r.srvLines:
+		if !ok {
+			r.t.Fatal("the server's stream ended")
+		}
+		return l
+	case <-time.After(5 * time.Second):
+		r.t.Fatal("no frame to the server within 5s")
+	}
+	return ""
+}
+
+// noGot fails when the server gets a line within d.
+func (r *rig) noGot(d time.Duration) {
+	r.t.Helper()
+	select {
+	case l, ok := <-r.srvLines:
+		if ok {
+			r.t.Fatalf("unexpected frame to the server: %s", l)
+		}
+	case <-time.After(d):
+	}
+}
+
+// rpcError is the error member of a JSON-RPC error response.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// errorOf decodes an error response, failing when line is not one for id.
+func errorOf(t *testing.T, line, id string) rpcError {
+	t.Helper()
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *rpcError       `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &resp); err != nil || resp.Error == nil || string(resp.ID) != id {
+		t.Fatalf("got %s, want an error response for id %s", line, id)
+	}
+	return *resp.Error
+}
+
+// openLog opens a decision log in a temporary directory.
+func openLog(t *testing.T) (*decisionlog.Log, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	l, err := decisionlog.Open(path, "gatehouse://test/faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, path
+}
+
+// logEvents returns the decision log's events of the given type.
+func logEvents(t *testing.T, path, typ string) []json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []json.RawMessage
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" {
+			continue
+		}
+		var ev struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("decision log line %q: %v", l, err)
+		}
+		if ev.Type == typ {
+			out = append(out, ev.Data)
+		}
+	}
+	return out
+}
+
+// TestRefusedServerResponseAnswersThePendingRequest: a server frame that
+// fails the strict parse but whose id can be read and names a pending
+// client request answers that request with -32603 (size and reason only),
+// removes the pending entry, and is still dropped and recorded.
+func TestRefusedServerResponseAnswersThePendingRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, frame string
+		answered    bool
+	}{
+		{"duplicate member", `{"jsonrpc":"2.0","id":5,"result":{"k":"sk-secret"},"result":{}}`, true},
+		{"no result or error", `{"jsonrpc":"2.0","id":5,"secret":"sk-secret"}`, true},
+		{"trailing bytes", `{"jsonrpc":"2.0","id":5,"result":{"k":"sk-secret"}} sk-secret`, true},
+		{"invalid UTF-8 after the id", "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"k\":\"sk-secret\xff\"}}", true},
+		{"wrong jsonrpc version", `{"jsonrpc":"1.0","id":5,"result":{"k":"sk-secret"}}`, true},
+		{"a server request is not a response", `{"jsonrpc":"2.0","id":5,"method":7}`, false},
+		{"no id", `{"jsonrpc":"2.0","result":{"k":"sk-secret"},"result":{}}`, false},
+		{"another id", `{"jsonrpc":"2.0","id":6,"result":{},"result":{}}`, false},
+		{"the id as a string", `{"jsonrpc":"2.0","id":"5","result":{},"result":{}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, path := openLog(t)
+			r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Log: log})
+			r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+			r.got()
+			r.serve(tc.frame)
+			if !tc.answered {
+				r.noRecv(200 * time.Millisecond)
+				// Still pending: the server's real answer goes through.
+				r.serve(`{"jsonrpc":"2.0","id":5,"result":{}}`)
+				if got := r.recv(); got != `{"jsonrpc":"2.0","id":5,"result":{}}`+"\n" {
+					t.Fatalf("client got %s, want the response", got)
+				}
+			} else {
+				got := r.recv()
+				e := errorOf(t, got, "5")
+				if e.Code != -32603 || !strings.Contains(e.Message, "refused") || !strings.Contains(e.Message, "bytes") {
+					t.Fatalf("error = %+v, want -32603 saying the response was refused and its size", e)
+				}
+				if strings.Contains(got, "sk-secret") {
+					t.Fatalf("the answer shows the frame's content: %s", got)
+				}
+				// The entry is gone: a second answer is dropped.
+				r.serve(`{"jsonrpc":"2.0","id":5,"result":{}}`)
+				r.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+				r.got()
+				r.serve(`{"jsonrpc":"2.0","id":6,"result":{}}`)
+				if got := r.recv(); !strings.Contains(got, `"id":6`) {
+					t.Fatalf("client got %s, want the response to 6 (the late answer to 5 dropped)", got)
+				}
+			}
+			rejected := logEvents(t, path, decisionlog.TypeFrameRejected)
+			if len(rejected) == 0 || !strings.Contains(string(rejected[0]), `"direction":"server"`) {
+				t.Fatalf("no frame.rejected event for the server frame: %s", rejected)
+			}
+			for _, ev := range rejected {
+				if strings.Contains(string(ev), "sk-secret") {
+					t.Fatalf("the record shows the frame's content: %s", ev)
+				}
+			}
+		})
+	}
+}
+
+// TestRefusedPrivateResponseEndsTheFetch: a refused answer to the gateway's
+// own tools/list ends the fetch at once (not at its timeout), and the call
+// that waited for it is decided on the catalog as it was.
+func TestRefusedPrivateResponseEndsTheFetch(t *testing.T) {
+	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), FetchTimeout: time.Minute})
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
+	req := r.got()
+	if !strings.Contains(req, `"id":"gatehouse-`) || !strings.Contains(req, "tools/list") {
+		t.Fatalf("server got %s, want the private tools/list", req)
+	}
+	id := req[strings.Index(req, `"id":`)+5:]
+	id = id[:strings.IndexByte(id, ',')]
+	start := time.Now()
+	r.serve(`{"jsonrpc":"2.0","id":` + id + `,"result":` + testTools + `,"result":{}}`)
+	e := errorOf(t, r.recv(), "1")
+	if e.Code != CodeDenied {
+		t.Fatalf("error = %+v, want the unknown-tool denial", e)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the fetch ended after %v, not at once", d)
+	}
+}

@@ -279,3 +279,56 @@ func TestRefusedPrivateResponseEndsTheFetch(t *testing.T) {
 		t.Fatalf("the fetch ended after %v, not at once", d)
 	}
 }
+
+// TestNullIDErrorResponseIsRelayed: an error response with "id": null
+// (JSON-RPC 2.0 §5: the server could not read the request's id) answers no
+// pending request the gateway can name; it reaches the client unchanged and
+// is recorded. A result with id null is still dropped.
+func TestNullIDErrorResponseIsRelayed(t *testing.T) {
+	log, path := openLog(t)
+	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Log: log})
+	r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	r.got()
+	const nullErr = `{"jsonrpc":"2.0", "id":null,"error":{"code":-32700,"message":"Parse error"}}`
+	r.serve(nullErr)
+	if got := r.recv(); got != nullErr+"\n" {
+		t.Fatalf("client got %q, want the error response unchanged", got)
+	}
+	r.serve(`{"jsonrpc":"2.0","id":null,"result":{}}`)
+	r.noRecv(200 * time.Millisecond)
+	// The request it may have answered is still pending.
+	r.serve(`{"jsonrpc":"2.0","id":5,"result":{}}`)
+	if got := r.recv(); !strings.Contains(got, `"id":5`) {
+		t.Fatalf("client got %s, want the response to 5", got)
+	}
+	// In a 2025-03-26 batch the member is relayed too.
+	r.sess.mu.Lock()
+	r.sess.revision = "2025-03-26"
+	r.sess.mu.Unlock()
+	batch := `[` + nullErr + `]`
+	r.serve(batch)
+	if got := r.recv(); got != batch+"\n" {
+		t.Fatalf("client got %q, want the batch unchanged", got)
+	}
+	var relayed, dropped int
+	for _, ev := range logEvents(t, path, decisionlog.TypeFrameRejected) {
+		var d struct {
+			Relayed bool            `json:"relayed"`
+			RPCID   json.RawMessage `json:"rpc_id"`
+		}
+		if err := json.Unmarshal(ev, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Relayed {
+			relayed++
+			if string(d.RPCID) != "null" || strings.Contains(string(ev), "Parse error") {
+				t.Fatalf("record = %s, want rpc_id null and no content", ev)
+			}
+		} else {
+			dropped++
+		}
+	}
+	if relayed != 2 || dropped != 1 {
+		t.Fatalf("%d relayed and %d dropped records, want 2 and 1", relayed, dropped)
+	}
+}

@@ -399,6 +399,9 @@ type frameRejected struct {
 	Code      int     `json:"code,omitempty"`
 	Bytes     int     `json:"bytes"`
 	RPCID     rawJSON `json:"rpc_id,omitempty"`
+	// Relayed marks a frame recorded as a fault but relayed all the same
+	// (an error response with id null, see Session.nullIDError).
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // appendJSONString appends s as a JSON string (RFC 8259 §7): control

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
@@ -92,6 +93,10 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			call = p.call
 		}
 		s.mu.Unlock()
+		if !ok && m.ID.IsNull() && m.Error != nil {
+			s.nullIDError(len(m.Raw))
+			return true
+		}
 		if !ok {
 			s.stats.Dropped.Add(1)
 			s.record("server", "response to no pending request", 0, len(m.Raw), m.ID)
@@ -157,6 +162,26 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 		return true
 	}
 	return false
+}
+
+// nullIDError records an error response with "id": null that answers no
+// pending request (a client request with id null would have matched): the
+// server could not read the id of a request (JSON-RPC 2.0 §5, a parse error
+// or an invalid request). It is relayed to the client unchanged, since it is
+// the server's word on one of the client's frames, and recorded as a
+// gatehouse.frame.rejected.v1 event with relayed true and as a warning: some
+// client request may now never be answered, and which one cannot be told.
+// Neither record holds the frame's content, only its size.
+func (s *Session) nullIDError(size int) {
+	const reason = `error response with id null (the server could not read a request's id); relayed`
+	s.log.Warn("server error response with id null", "bytes", size)
+	if s.cfg.Log == nil {
+		return
+	}
+	data := frameRejected{Direction: "server", Reason: reason, Bytes: size, RPCID: rawJSON("null"), Relayed: true}
+	if _, err := s.cfg.Log.Emit(decisionlog.TypeFrameRejected, data); err != nil {
+		s.log.Error("decision log write failed", "err", err)
+	}
 }
 
 // serverOversized handles a server frame over the limit: it was discarded;

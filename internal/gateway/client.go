@@ -100,9 +100,25 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 		s.noteDeclaredRevision(m)
 		if m.Kind == jsonrpc.KindNotification {
 			if m.Method == mcp.MethodCancelled {
+				if s.cancelsInitialize(m.Params) {
+					// Cancellation: "The initialize request MUST NOT be
+					// cancelled by clients." The request stays pending
+					// and the server never sees the notification.
+					s.stats.Dropped.Add(1)
+					s.record("client", "notifications/cancelled names the initialize request, which a client must not cancel", 0, len(m.Raw), jsonrpc.ID{})
+					return false, nil, nil
+				}
 				s.forgetCancelled(m.Params)
 			}
 			return true, nil, nil
+		}
+		if inBatch && m.Method == mcp.MethodInitialize {
+			// Lifecycle (2025-03-26, the only revision with batches):
+			// "The initialize request MUST NOT be part of a JSON-RPC
+			// batch". Only this member is refused.
+			const reason = "the initialize request must not be part of a JSON-RPC batch"
+			s.record("client", reason, jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
+			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: "+reason, nil), nil
 		}
 		p := &pending{method: m.Method}
 		if m.Method == mcp.MethodToolsList {
@@ -155,6 +171,29 @@ func (s *Session) forgetCancelled(params []byte) {
 			s.mu.Unlock()
 		}
 	})
+}
+
+// cancelsInitialize reports whether notifications/cancelled params name a
+// pending initialize request by their requestId.
+func (s *Session) cancelsInitialize(params []byte) bool {
+	v := cancelledID(params)
+	if v == nil {
+		return false
+	}
+	k := jsonrpc.NewID(v).Key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pendingC2S[k]
+	return ok && p.method == mcp.MethodInitialize
+}
+
+// cancelledID returns the raw requestId of notifications/cancelled params,
+// nil when there is none.
+func cancelledID(params []byte) []byte {
+	if params == nil || params[0] != '{' {
+		return nil
+	}
+	return member(params, "requestId")
 }
 
 // noteDeclaredRevision learns the revision a stateless (2026-07-28) request

@@ -332,3 +332,45 @@ func TestNullIDErrorResponseIsRelayed(t *testing.T) {
 		t.Fatalf("%d relayed and %d dropped records, want 2 and 1", relayed, dropped)
 	}
 }
+
+// TestInitializeIsNeverBatchedNorCancelled: under 2025-03-26 an initialize
+// request inside a batch is refused with -32600 for that member, the others
+// going on as usual (MCP 2025-03-26 lifecycle: it MUST NOT be part of a
+// batch); a notifications/cancelled naming the pending initialize request
+// is not forwarded and is recorded, and the request stays pending
+// (cancellation: the client MUST NOT cancel initialize).
+func TestInitializeIsNeverBatchedNorCancelled(t *testing.T) {
+	log, path := openLog(t)
+	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Log: log})
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	r.got()
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0,"reason":"user"}}`)
+	// A cancellation of another request id still goes through, and
+	// shows the one before it was not merely delayed.
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"0"}}`)
+	if got := r.got(); !strings.Contains(got, `"requestId":"0"`) {
+		t.Fatalf("server got %s, want only the cancellation of the string id \"0\"", got)
+	}
+	r.serve(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"s","version":"0"}}}`)
+	if got := r.recv(); !strings.Contains(got, `"id":0,"result"`) {
+		t.Fatalf("client got %s, want the initialize result (still pending)", got)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.got()
+	r.send(`[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	if e := errorOf(t, r.recv(), "1"); e.Code != -32600 || !strings.Contains(e.Message, "batch") {
+		t.Fatalf("batched initialize answered %+v, want -32600", e)
+	}
+	if got := r.got(); got != `[{"jsonrpc":"2.0","id":2,"method":"ping"}]`+"\n" {
+		t.Fatalf("server got %s, want the batch without initialize", got)
+	}
+	r.noGot(100 * time.Millisecond)
+	var reasons []string
+	for _, ev := range logEvents(t, path, decisionlog.TypeFrameRejected) {
+		reasons = append(reasons, string(ev))
+	}
+	all := strings.Join(reasons, "\n")
+	if !strings.Contains(all, "cancel") || !strings.Contains(all, "batch") {
+		t.Fatalf("records = %s, want the cancellation and the batched initialize", all)
+	}
+}

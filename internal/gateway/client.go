@@ -110,6 +110,11 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 				}
 				s.forgetCancelled(m.Params)
 			}
+			if m.Method == mcp.MethodInitialized {
+				// Everything sent to the server from now on goes behind
+				// it: the gateway's own tools/list may go too.
+				s.initialized.Store(true)
+			}
 			return true, nil, nil
 		}
 		if inBatch && m.Method == mcp.MethodInitialize {
@@ -246,7 +251,7 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 	// while the catalog is stale) needs the catalog refreshed first, once
 	// for the whole batch: the batch then waits on its own goroutine, so
 	// that the client's other traffic is not queued behind it.
-	if s.settings.UnknownTool == "fetch" && s.batchNeedsRefresh(m) {
+	if s.settings.UnknownTool == "fetch" && s.fetchAllowed() && s.batchNeedsRefresh(m) {
 		held := append([]byte(nil), frame...)
 		s.held.Add(1)
 		go func() {

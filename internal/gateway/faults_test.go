@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,6 +263,8 @@ func TestRefusedServerResponseAnswersThePendingRequest(t *testing.T) {
 // that waited for it is decided on the catalog as it was.
 func TestRefusedPrivateResponseEndsTheFetch(t *testing.T) {
 	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), FetchTimeout: time.Minute})
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.got()
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
 	req := r.got()
 	if !strings.Contains(req, `"id":"gatehouse-`) || !strings.Contains(req, "tools/list") {
@@ -373,4 +376,86 @@ func TestInitializeIsNeverBatchedNorCancelled(t *testing.T) {
 	if !strings.Contains(all, "cancel") || !strings.Contains(all, "batch") {
 		t.Fatalf("records = %s, want the cancellation and the batched initialize", all)
 	}
+}
+
+// privateID returns the id token of a private tools/list line.
+func privateID(t *testing.T, line string) string {
+	t.Helper()
+	i := strings.Index(line, `"id":"gatehouse-`)
+	if i < 0 || !strings.Contains(line, `"tools/list"`) {
+		t.Fatalf("server got %s, want a private tools/list", line)
+	}
+	id := line[i+5:]
+	return id[:strings.IndexByte(id[1:], '"')+2]
+}
+
+// TestFetchFollowsOnlyNewCursors: the private tools/list fetch ends (the
+// call then decided on the catalog as it was: unknown) when the server
+// repeats a cursor or sends an empty one, and after at most maxFetchPages
+// pages of new cursors.
+func TestFetchFollowsOnlyNewCursors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cursors []string // nextCursor of each page, in order
+		pages   int      // pages the gateway should ask for
+	}{
+		{"repeated cursor", []string{`"a"`, `"b"`, `"a"`, `"c"`}, 3},
+		{"the same cursor in another spelling", []string{`"a"`, `"\u0061"`, `"c"`}, 2},
+		{"empty cursor", []string{`"a"`, `""`, `"c"`}, 2},
+		{"endless new cursors", nil, maxFetchPages},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, Config{Policy: readonlyPolicy(t, ""), FetchTimeout: time.Minute})
+			r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			r.got()
+			r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
+			for page := 0; page < tc.pages; page++ {
+				id := privateID(t, r.got())
+				next := `"p` + strconv.Itoa(page) + `"`
+				if tc.cursors != nil {
+					next = tc.cursors[page]
+				}
+				r.serve(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"read","inputSchema":{"type":"object"}}],"nextCursor":` + next + `}}`)
+			}
+			if e := errorOf(t, r.recv(), "1"); e.Code != CodeDenied || !strings.Contains(e.Message, RuleUnknownTool) {
+				t.Fatalf("call answered %+v, want the unknown_tool denial (catalog left as it was)", e)
+			}
+			r.noGot(100 * time.Millisecond)
+		})
+	}
+}
+
+// TestNoFetchBeforeInitialized: under a session-based revision the gateway
+// sends no tools/list of its own before the client's
+// notifications/initialized; a call to an unknown tool is decided as
+// unknown meanwhile. Once initialized is forwarded it fetches, and under
+// the stateless revision (no initialized) it fetches at once.
+func TestNoFetchBeforeInitialized(t *testing.T) {
+	r := newRig(t, Config{Policy: readonlyPolicy(t, "")})
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	r.got()
+	r.serve(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"0"}}}`)
+	r.recv()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
+	if e := errorOf(t, r.recv(), "1"); e.Code != CodeDenied || !strings.Contains(e.Message, RuleUnknownTool) {
+		t.Fatalf("call before initialized answered %+v, want the unknown_tool denial", e)
+	}
+	r.send(`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{}}}]`)
+	r.recv() // refused: no batches under 2025-06-18
+	r.noGot(100 * time.Millisecond)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got := r.got(); !strings.Contains(got, "notifications/initialized") {
+		t.Fatalf("server got %s, want initialized first", got)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
+	id := privateID(t, r.got())
+	r.serve(`{"jsonrpc":"2.0","id":` + id + `,"result":` + testTools + `}`)
+	if got := r.got(); !strings.Contains(got, `"id":3`) {
+		t.Fatalf("server got %s, want the allowed call", got)
+	}
+
+	// Stateless: the request itself states the revision; no handshake.
+	s := newRig(t, Config{Policy: readonlyPolicy(t, "")})
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	privateID(t, s.got())
 }

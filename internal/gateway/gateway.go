@@ -111,12 +111,15 @@ type Session struct {
 	// ob gathers a burst's decision events into one write (outbox.go);
 	// nil unless there is a decision log and neither Evidence nor
 	// receipts. Only the client relay loop uses it.
-	ob        *outbox
-	opened    atomic.Bool
-	privSeq   atomic.Uint64
-	privNonce string
-	catalog   *catalog
-	stats     Stats
+	ob     *outbox
+	opened atomic.Bool
+	// initialized is set when the client's notifications/initialized is
+	// forwarded: private tools/list fetches wait for it (fetchAllowed).
+	initialized atomic.Bool
+	privSeq     atomic.Uint64
+	privNonce   string
+	catalog     *catalog
+	stats       Stats
 }
 
 type pending struct {

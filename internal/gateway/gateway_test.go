@@ -161,6 +161,7 @@ func TestDecisionLogFailureFailsClosed(t *testing.T) {
 
 func TestUnknownToolFetchUsesPrivateIDs(t *testing.T) {
 	h := newHarness(t, Config{Policy: readonlyPolicy(t, ""), Principal: policy.Principal{Role: "readonly_agent"}})
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
 	// No tools/list from the client: the gateway must fetch it itself.
 	h.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"read","arguments":{}}}` + "\n")
 	if got := h.recv(); !strings.Contains(got, `"id":"a","result"`) {

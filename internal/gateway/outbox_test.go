@@ -114,6 +114,7 @@ func newGatedRig(t *testing.T) *gatedRig {
 	sess := New(Config{Policy: readonlyPolicy(t, ""), Log: log}, sw, gw)
 	only, _ := parseToolsPage([]byte(`{"tools":[{"name":"read","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`))
 	sess.catalog.replace(only)
+	sess.initialized.Store(true) // as after the handshake: fetches may go
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); cw.Close(); gr.Close(); or.Close() })
 	go func() { _ = sess.RunClient(ctx, cr); sw.Close() }()

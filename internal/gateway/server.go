@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
@@ -230,14 +232,24 @@ func (s *Session) failResponse(id jsonrpc.ID, message string) error {
 	return s.relayToClient(errorFrame(id, jsonrpc.CodeInternalError, message, nil), nil)
 }
 
+// maxFetchPages bounds the pages of one private tools/list fetch.
+const maxFetchPages = 100
+
 // refreshCatalog fetches the server's whole tool list (every page) with
 // private request ids that the client never sees, and replaces the catalog.
-// It gives up after FetchTimeout; the catalog is then left as it was.
+// It follows nextCursor only while it is a non-empty string not seen before
+// in this fetch, for at most maxFetchPages pages, and gives up after
+// FetchTimeout; on any of these (and on an error answer) the catalog is
+// left as it was and a warning is logged. The requests go to the server in
+// order behind the client frames already on their way (the outbox, the
+// ordered queue): a fetch that the client's notifications/initialized
+// allowed never overtakes it. Callers check fetchAllowed first.
 func (s *Session) refreshCatalog(callMeta []byte) {
 	deadline := time.Now().Add(s.cfg.FetchTimeout)
 	var all []mcp.Tool
 	var cursor []byte
-	for page := 0; page < 1000; page++ {
+	seen := map[string]bool{}
+	for page := 0; page < maxFetchPages; page++ {
 		id := `"gatehouse-` + s.privNonce + "-" + strconv.FormatUint(s.privSeq.Add(1), 10) + `"`
 		req := []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"`)
 		params := []byte{}
@@ -263,7 +275,7 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 		s.mu.Lock()
 		s.private[key] = ch
 		s.mu.Unlock()
-		if err := s.sendServer(req); err != nil {
+		if err := s.sendPrivate(req); err != nil {
 			s.dropPrivate(key)
 			return
 		}
@@ -290,8 +302,40 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 			s.catalog.replace(all)
 			return
 		}
+		c, err := jsontext.AppendUnquote(nil, next)
+		switch {
+		case err != nil || len(c) == 0:
+			s.log.Warn("tools/list refresh ended: the server sent an empty nextCursor; the catalog is left as it was")
+			return
+		case seen[string(c)]:
+			s.log.Warn("tools/list refresh ended: the server repeated a nextCursor; the catalog is left as it was")
+			return
+		}
+		seen[string(c)] = true
 		cursor = next
 	}
+	s.log.Warn("tools/list refresh ended: the listing has more pages than the gateway follows; the catalog is left as it was", "pages", maxFetchPages)
+}
+
+// sendPrivate sends one of the gateway's own requests to the server, from a
+// goroutine other than the relay loops: in order behind what waits in the
+// ordered queue or the client loop's outbox.
+func (s *Session) sendPrivate(req []byte) error {
+	if s.toServerQ != nil {
+		s.toServerQ.push(req, nil)
+		return nil
+	}
+	return s.deliverHeld(req, true, nil, nil)
+}
+
+// fetchAllowed reports whether the gateway may send its own tools/list
+// now: under a session-based revision (up to 2025-11-25, or none known
+// yet) only once the client's notifications/initialized is on its way to
+// the server (lifecycle: the client sends only pings before it, and the
+// server need not answer other requests); under a stateless revision
+// (2026-07-28), which has no initialized notification, always.
+func (s *Session) fetchAllowed() bool {
+	return s.initialized.Load() || s.Revision().Stateless()
 }
 
 func (s *Session) dropPrivate(key string) {

@@ -100,7 +100,10 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 	s.stats.ToolCalls.Add(1)
 
 	_, known, stale := s.catalog.lookup(p.name)
-	if (!known || stale) && s.settings.UnknownTool == "fetch" && !inBatch {
+	// Before the client's notifications/initialized (session-based
+	// revisions) the gateway does not fetch: the call is decided on the
+	// catalog as it is, an unknown tool as unknown.
+	if (!known || stale) && s.settings.UnknownTool == "fetch" && !inBatch && s.fetchAllowed() {
 		// The catalog must be fetched first. The call waits for it on its
 		// own goroutine so that the client's other traffic (a
 		// notifications/cancelled for this very call, say) is not queued

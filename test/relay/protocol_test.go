@@ -66,6 +66,12 @@ func TestBatches(t *testing.T) {
 		all := `[{"jsonrpc":"2.0","id":"c1","method":"ping"}, {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]` + "\r\n"
 		h.send(all)
 		waitFile(t, record, all, 5*time.Second)
+		// The fake server refuses both batches with an error whose id is
+		// null (it cannot tell which request it answers): relayed to the
+		// client unchanged, not dropped as a stray response.
+		for range 2 {
+			expectError(t, h.read(5*time.Second), "null", -32600)
+		}
 		expectResult(t, h.call(ping("2"), "2"), "2")
 		h.closeStdin()
 		h.wait(10 * time.Second)

@@ -739,6 +739,8 @@ func TestHeldCallKeepsItsID(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "record")
 	h := startGH(t, run{server: []string{"--record", record}})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
+	// Only after initialized does the gateway fetch the catalog itself.
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"busy"}}` + "\n"
 	h.send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+jstr(note)+`,`+jstr(note)+`]}`))
 	if got := h.read(5 * time.Second); got != note {

@@ -157,6 +157,7 @@ func (s *Session) addPending(id jsonrpc.ID, p *pending) bool {
 	if _, dup := s.pendingC2S[k]; dup {
 		return false
 	}
+	p.id = copyRaw(id.Raw())
 	s.pendingC2S[k] = p
 	return true
 }

@@ -459,3 +459,44 @@ func TestNoFetchBeforeInitialized(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
 	privateID(t, s.got())
 }
+
+// TestServerGoneAnswersEveryPendingRequest: when the server has exited,
+// every client request still pending gets -32603 under its exact id token,
+// a call held for a catalog fetch included, and that call is answered only
+// once (its fetch ends; it is neither denied nor forwarded afterwards).
+func TestServerGoneAnswersEveryPendingRequest(t *testing.T) {
+	log, path := openLog(t)
+	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Log: log, FetchTimeout: time.Minute})
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.got()
+	r.send(`{"jsonrpc":"2.0","id":1.0,"method":"ping"}`)
+	r.got()
+	r.send(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"read","arguments":{}}}`)
+	privateID(t, r.got()) // held: the fetch waits for an answer that never comes
+	if err := r.sess.ServerGone("gatehouse: the server exited before answering"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		l := r.recv()
+		var resp struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(l), &resp)
+		if e := errorOf(t, l, string(resp.ID)); e.Code != -32603 || !strings.Contains(e.Message, "exited") {
+			t.Fatalf("answer %s, want -32603 saying the server exited", l)
+		}
+		got[string(resp.ID)] = true
+	}
+	if !got["1.0"] || !got[`"h"`] {
+		t.Fatalf("answered %v, want 1.0 and \"h\"", got)
+	}
+	r.noRecv(300 * time.Millisecond)
+	r.noGot(100 * time.Millisecond)
+	// Its fetch ended, so the held call was decided (unknown, not
+	// forwarded) and recorded, but not answered a second time.
+	decided := logEvents(t, path, decisionlog.TypeToolDecision)
+	if len(decided) != 1 || !strings.Contains(string(decided[0]), `"forwarded":false`) {
+		t.Fatalf("decision events %s, want the held call's, not forwarded", decided)
+	}
+}

@@ -126,6 +126,13 @@ type pending struct {
 	method string
 	cursor bool  // tools/list with a cursor param
 	call   *Call // tools/call: what Evidence needs to record the outcome
+	// id is the request's id token as received (a copy), to answer it
+	// by when the server is gone (ServerGone).
+	id []byte
+	// abandoned is set (s.mu held) when ServerGone answered the request:
+	// a call still being decided must then neither be forwarded nor
+	// answered again.
+	abandoned bool
 }
 
 // Stats counts what a session saw; read it after the session ends.
@@ -346,6 +353,35 @@ func (s *Session) sendClient(frame []byte) error {
 		return fmt.Errorf("%w: to client: %w", ErrFatal, err)
 	}
 	return nil
+}
+
+// ServerGone answers every client request still pending (sent to the
+// server, or being decided) with a JSON-RPC -32603 internal error carrying
+// message, and ends the gateway's own tools/list fetches: the server has
+// exited and nothing will answer them. A tools/call still waiting for its
+// catalog fetch or its evidence is then neither forwarded nor answered
+// again. Call it once the server has exited and its output was read to the
+// end (or given up on). It returns the first failed write to the client,
+// wrapping ErrFatal; every request is tried either way.
+func (s *Session) ServerGone(message string) error {
+	s.mu.Lock()
+	ids := make([][]byte, 0, len(s.pendingC2S))
+	for k, p := range s.pendingC2S {
+		delete(s.pendingC2S, k)
+		p.abandoned = true
+		if p.id != nil {
+			ids = append(ids, p.id)
+		}
+	}
+	s.mu.Unlock()
+	s.closePrivate()
+	var first error
+	for _, id := range ids {
+		if err := s.sendClient(errorFrame(jsonrpc.NewID(id), jsonrpc.CodeInternalError, message, nil)); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // sendServer writes one frame to the server.

@@ -22,6 +22,11 @@ const (
 	// event for an allowed call the client cancelled before it was
 	// forwarded.
 	ReasonCancelled = "cancelled_before_forwarding"
+	// ReasonServerGone is the reason_code of a gatehouse.tool.refused.v1
+	// event for an allowed call that was still waiting (for its catalog
+	// fetch or its evidence) when the server exited; the client got a
+	// -32603 error from Session.ServerGone.
+	ReasonServerGone = "server_exited_before_forwarding"
 	// RuleArgumentNameCase denies a call with an argument whose name
 	// differs from one of the tool's inputSchema properties only in case.
 	RuleArgumentNameCase   = "argument_name_case"
@@ -150,16 +155,33 @@ func (s *Session) cancelled(id jsonrpc.ID, slot *pending) bool {
 	return s.pendingC2S[id.Key()] != slot
 }
 
-// release frees the pending slot of a call that will not be forwarded.
-func (s *Session) release(id jsonrpc.ID, slot *pending) {
+// release frees the pending slot of a call that will not be forwarded. It
+// reports false when ServerGone has answered the call already (the caller
+// must not answer it again).
+func (s *Session) release(id jsonrpc.ID, slot *pending) bool {
 	if slot == nil {
-		return
+		return true
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slot.abandoned {
+		return false
+	}
 	if s.pendingC2S[id.Key()] == slot {
 		delete(s.pendingC2S, id.Key())
 	}
-	s.mu.Unlock()
+	return true
+}
+
+// wasAbandoned reports whether ServerGone answered the call whose pending slot
+// is slot.
+func (s *Session) wasAbandoned(slot *pending) bool {
+	if slot == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slot.abandoned
 }
 
 // decideToolCall evaluates policy for one tools/call, writes the decision
@@ -296,6 +318,14 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 				s.emitRefused(eventID, data, id, d.Rule, d.Reason)
 			}
 		}
+		if s.wasAbandoned(slot) {
+			// The server exited meanwhile and ServerGone answered the
+			// client: nothing is forwarded or answered now.
+			if allowed && s.cfg.Log != nil && eventID != "" {
+				s.emitRefused(eventID, data, id, ReasonServerGone, "the server exited before the call was forwarded")
+			}
+			return false, nil
+		}
 		if allowed {
 			if s.cancelled(id, slot) {
 				s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", p.name)
@@ -311,7 +341,9 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 			}
 			return true, nil
 		}
-		s.release(id, slot)
+		if !s.release(id, slot) {
+			return false, nil // answered by ServerGone meanwhile
+		}
 		s.stats.Denied.Add(1)
 		if !isRequest {
 			return false, nil

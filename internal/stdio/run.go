@@ -155,13 +155,30 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if serverOut != nil {
 		select {
 		case <-serverOut:
+			serverOut = nil
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 	cancel()
 	child.Reap()
-	code := 0
 	st := child.Status()
+	// The group is gone now, and with it any grandchild that held the
+	// server's stdout open: what the server wrote last is relayed before
+	// the requests it left unanswered are answered.
+	if serverOut != nil {
+		select {
+		case <-serverOut:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	how := fmt.Sprintf("exit code %d", st.Code)
+	if st.Signal != 0 {
+		how = "killed by signal " + signalName(st.Signal)
+	}
+	if err := sess.ServerGone("gatehouse: the server exited before answering (" + how + ")"); err != nil {
+		lg.Debug("answering requests the server left pending", "err", err)
+	}
+	code := 0
 	switch {
 	case failure != nil:
 		code = ExitGatewayFailure

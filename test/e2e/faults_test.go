@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// answeredErrors reads gatehouse's stdout until every id of want has had
+// a JSON-RPC error response, and returns those errors by id. Other lines are
+// skipped; the test fails at EOF or after readTimeout.
+func answeredErrors(t *testing.T, p *proc, want ...string) map[string]rpcErr {
+	t.Helper()
+	got := map[string]rpcErr{}
+	for len(got) < len(want) {
+		l, err := p.tryReadLine(readTimeout)
+		if err != nil {
+			t.Fatalf("waiting for answers to %v (got %v): %v", want, got, err)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Error  *rpcErr         `json:"error"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("gatehouse wrote a line that is not JSON: %q", l)
+		}
+		for _, id := range want {
+			if string(m.ID) == id && m.Method == "" {
+				if m.Error == nil {
+					t.Fatalf("request %s answered %s, want an error", id, l)
+				}
+				got[id] = *m.Error
+			}
+		}
+	}
+	return got
+}
+
+type rpcErr struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// serverPid returns the pid of gatehouse's child (the MCP server).
+func serverPid(t *testing.T, p *proc) int {
+	t.Helper()
+	var pid int
+	if !waitFor(10*time.Second, func() bool {
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/task/*/children")
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			if fs := strings.Fields(string(b)); len(fs) > 0 {
+				pid, _ = strconv.Atoi(fs[0])
+				return pid > 0
+			}
+		}
+		return false
+	}) {
+		t.Fatal("no child process of gatehouse found")
+	}
+	return pid
+}
+
+// TestServerExitAnswersPendingRequests: when the server exits (or is
+// killed) with client requests pending, each gets a -32603 error before
+// gatehouse exits with the server's status (its code, or 128+N for signal
+// N); the audit ledger is on, so the calls go through the evidence queues.
+func TestServerExitAnswersPendingRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		kill     bool
+		wantCode int
+		wantWhy  string
+	}{
+		{"exits with code 3", false, 3, "exit code 3"},
+		{"killed by SIGKILL", true, 128 + 9, "SIGKILL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dl := filepath.Join(dir, "d.jsonl")
+			src := "gatehouse://e2e/faults"
+			p := startGatehouse(t, "wrap", "--decision-log", dl, "--event-source", src, "--", fakeServerBin)
+			p.initialize("2025-06-18")
+			p.call(`"L"`, "tools/list", "") // the catalog known: nothing is held for a fetch
+			p.sendLine(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`)
+			p.sendLine(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+			if _, err := p.tryReadLine(readTimeout); err != nil { // the ping's answer: "s" reached the server
+				t.Fatal(err)
+			}
+			want := []string{`"s"`}
+			if tc.kill {
+				if err := syscall.Kill(serverPid(t, p), syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				p.sendLine(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"exit","arguments":{"code":3}}}`)
+				want = append(want, `"x"`)
+			}
+			got := answeredErrors(t, p, want...)
+			for id, e := range got {
+				if e.Code != -32603 || !strings.Contains(e.Message, "exited before answering") || !strings.Contains(e.Message, tc.wantWhy) {
+					t.Errorf("request %s answered %+v, want -32603 saying the server exited (%s)", id, e, tc.wantWhy)
+				}
+			}
+			if code := p.wait(); code != tc.wantCode {
+				t.Errorf("exit code %d, want %d", code, tc.wantCode)
+			}
+			events := readDecisionLog(t, dl, src)
+			decisions(t, events, true)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -498,5 +499,24 @@ func TestServerGoneAnswersEveryPendingRequest(t *testing.T) {
 	decided := logEvents(t, path, decisionlog.TypeToolDecision)
 	if len(decided) != 1 || !strings.Contains(string(decided[0]), `"forwarded":false`) {
 		t.Fatalf("decision events %s, want the held call's, not forwarded", decided)
+	}
+}
+
+// TestClientGoneIsReported: a failed write to the client closes ClientGone
+// and ClientErr says why.
+func TestClientGoneIsReported(t *testing.T) {
+	h := newHarness(t, Config{Policy: readonlyPolicy(t, "")})
+	if h.sess.ClientErr() != nil {
+		t.Fatal("ClientErr before any failure")
+	}
+	h.clientR.Close()
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	select {
+	case <-h.sess.ClientGone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("ClientGone not closed after a failed write to the client")
+	}
+	if !errors.Is(h.sess.ClientErr(), ErrFatal) {
+		t.Fatalf("ClientErr = %v, want ErrFatal", h.sess.ClientErr())
 	}
 }

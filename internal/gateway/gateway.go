@@ -120,6 +120,12 @@ type Session struct {
 	privNonce   string
 	catalog     *catalog
 	stats       Stats
+
+	// clientGone is closed at the first failed write to the client;
+	// clientErr is that failure (ClientGone, ClientErr).
+	clientGone     chan struct{}
+	clientGoneOnce sync.Once
+	clientErr      error
 }
 
 type pending struct {
@@ -170,13 +176,17 @@ func New(cfg Config, toServer, toClient io.Writer) *Session {
 		private:    map[string]chan []byte{},
 		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		catalog:    newCatalog(),
+		clientGone: make(chan struct{}),
 	}
 	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
 		sess.ob = &outbox{}
 	}
 	if cfg.Evidence != nil {
 		sess.toServerQ = newQueue(sess.toServer, sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
-		sess.toClientQ = newQueue(sess.toClient, sess.sendClient, sess.sendClient, func(err error) { sess.log.Error("relay to client failed", "err", err) })
+		sess.toClientQ = newQueue(sess.toClient, sess.sendClient, sess.sendClient, func(err error) {
+			sess.log.Error("relay to client failed", "err", err)
+			sess.markClientGone(err)
+		})
 	}
 	return sess
 }
@@ -347,12 +357,40 @@ func (s *Session) relayToClient(frame []byte, ready func() (bool, []byte)) error
 	return s.sendClient(frame)
 }
 
-// sendClient writes one frame to the client.
+// sendClient writes one frame to the client. A failure marks the client
+// gone (ClientGone).
 func (s *Session) sendClient(frame []byte) error {
 	if err := s.toClient.WriteFrame(frame); err != nil {
-		return fmt.Errorf("%w: to client: %w", ErrFatal, err)
+		err = fmt.Errorf("%w: to client: %w", ErrFatal, err)
+		s.markClientGone(err)
+		return err
 	}
 	return nil
+}
+
+// markClientGone records the first failed write to the client.
+func (s *Session) markClientGone(err error) {
+	s.clientGoneOnce.Do(func() {
+		s.mu.Lock()
+		s.clientErr = err
+		s.mu.Unlock()
+		close(s.clientGone)
+	})
+}
+
+// ClientGone is closed once a write to the client has failed (its end of
+// the stream is closed: EPIPE, say). Nothing more can reach the client; the
+// front end should end the session. A failure found by a relay loop is also
+// returned by it, but one found by the ordered queue to the client (Evidence
+// on) is reported only here.
+func (s *Session) ClientGone() <-chan struct{} { return s.clientGone }
+
+// ClientErr returns the failed write that closed ClientGone (wrapping
+// ErrFatal), or nil while the client is still there.
+func (s *Session) ClientErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clientErr
 }
 
 // ServerGone answers every client request still pending (sent to the

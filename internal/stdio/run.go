@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,6 +82,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	catchSIGPIPE()
 
 	child, err := Start(o.Argv, o.Stderr)
 	if err != nil {
@@ -113,8 +115,19 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	serverOut := serverDone
 	clientIn := clientDone
+	clientGone := sess.ClientGone()
 	for done := false; !done; {
 		select {
+		case <-clientGone:
+			// A write to the client failed (its end of our stdout is
+			// closed): nothing can reach it any more. Found by the
+			// ordered queue to the client, this is the only report.
+			clientGone = nil
+			if failure == nil {
+				failure = sess.ClientErr()
+			}
+			lg.Error("the client is gone", "err", sess.ClientErr())
+			stop("gateway_failure")
 		case err := <-clientIn:
 			clientIn = nil
 			if err != nil {
@@ -192,6 +205,26 @@ func Run(ctx context.Context, o Options) (int, error) {
 		o.OnStop(reason, code)
 	}
 	return code, failure
+}
+
+// sigpipe receives SIGPIPE for the rest of the process's life once
+// catchSIGPIPE ran; nothing reads it.
+var (
+	sigpipe     = make(chan os.Signal, 1)
+	sigpipeOnce sync.Once
+)
+
+// catchSIGPIPE makes a write to a closed pipe on the gateway's stdout or
+// stderr fail with EPIPE instead of killing the process: a Go program dies
+// of SIGPIPE on such a write to fd 1 or 2 unless it asked for the signal
+// (os/signal, "SIGPIPE"). The client going away then ends the session in
+// order: the session stop event is written and the server's process group
+// is stopped and reaped. It stays in effect after Run returns (the CLI
+// still writes to stderr then). A handler, unlike signal.Ignore, is reset
+// to the default at exec, so the server does not inherit an ignored
+// SIGPIPE.
+func catchSIGPIPE() {
+	sigpipeOnce.Do(func() { signal.Notify(sigpipe, syscall.SIGPIPE) })
 }
 
 func signalName(s syscall.Signal) string {

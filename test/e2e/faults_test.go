@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -114,6 +116,88 @@ func TestServerExitAnswersPendingRequests(t *testing.T) {
 			}
 			events := readDecisionLog(t, dl, src)
 			decisions(t, events, true)
+		})
+	}
+}
+
+// TestClientGoneEndsTheSession: when the client closes its end of
+// gatehouse's stdout, the next write gets EPIPE; gatehouse must not die of
+// SIGPIPE but end the session: exit 70 (ExitGatewayFailure), the session
+// stop event written, and the server's process group (a grandchild
+// included) stopped.
+func TestClientGoneEndsTheSession(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"audit ledger on", nil},
+		{"no ledger", []string{"--no-ledger"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dl := filepath.Join(dir, "d.jsonl")
+			src := "gatehouse://e2e/faults"
+			pidfile := filepath.Join(dir, "grandchild.pid")
+			args := append([]string{"wrap", "--shutdown-grace", "300ms", "--decision-log", dl, "--event-source", src}, tc.flags...)
+			args = append(args, "--", fakeServerBin, "--grandchild", pidfile)
+			cmd := exec.Command(gatehouseBin, args...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout = w
+			stderr := &lockedBuffer{}
+			cmd.Stderr = stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			t.Cleanup(func() {
+				select {
+				case <-done:
+				default:
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					<-done
+				}
+				if t.Failed() {
+					t.Logf("stderr:\n%s", stderr.String())
+				}
+			})
+			grandchild := readPid(t, pidfile)
+			t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+
+			r.Close() // the client goes away
+			// The answer to this request is the gateway's first write to
+			// the closed pipe.
+			_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`+"\n")
+			select {
+			case <-done:
+			case <-time.After(exitTimeout):
+				t.Fatalf("gatehouse did not exit within %v of the client going away", exitTimeout)
+			}
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				t.Fatalf("gatehouse died of signal %v", ws.Signal())
+			}
+			if code := ws.ExitStatus(); code != 70 {
+				t.Errorf("exit code %d, want 70 (ExitGatewayFailure)", code)
+			}
+			events := readDecisionLog(t, dl, src)
+			decisions(t, events, true)
+			last := events[len(events)-1]
+			if last.Type != typeSessionStop || !strings.Contains(string(last.Data), `"reason":"gateway_failure"`) || !strings.Contains(string(last.Data), `"exit_code":70`) {
+				t.Errorf("last event %s %s, want the session stop with gateway_failure and 70", last.Type, last.Data)
+			}
+			if !waitFor(5*time.Second, func() bool { return processGone(grandchild) }) {
+				t.Errorf("the server's grandchild %d outlived gatehouse", grandchild)
+			}
 		})
 	}
 }

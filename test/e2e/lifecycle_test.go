@@ -36,7 +36,11 @@ func TestExitCodes(t *testing.T) {
 		{
 			name: "server's own code when it exits mid-session",
 			args: func(m string) []string { return []string{"wrap", "--", fakeServerBin, "--marker", m} },
-			stdin: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n" +
+			// The call is decided before the tools/list result arrives: the
+			// gateway fetches the catalog itself, which it does only after
+			// notifications/initialized.
+			stdin: `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+				`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n" +
 				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exit","arguments":{"code":5}}}` + "\n",
 			wantCode:  5,
 			wantSpawn: true,

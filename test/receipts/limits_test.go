@@ -92,7 +92,8 @@ func TestLimits(t *testing.T) {
 			}
 			flags := []string{"--policy", policy, "--decision-log", f.log, "--event-source", eventSource, "--request-receipts-out", f.receipts}
 			init := initialize(`"init"`, "2025-06-18")
-			steps := []step{{line: init, reply: `"init"`}}
+			// initialized: the gateway fetches the catalog only after it.
+			steps := []step{{line: init + initialized, reply: `"init"`}}
 			for i, c := range tt.calls {
 				steps = append(steps, step{line: c, reply: decodeMsg([]byte(c)).IDText(fmt.Sprint(i + 1))})
 			}
@@ -118,7 +119,7 @@ func TestLimits(t *testing.T) {
 			}
 			var got strings.Builder
 			for _, l := range splitLines(readFile(t, f.record)) {
-				if !privateID.MatchString(l) {
+				if !privateID.MatchString(l) && l != initialized {
 					got.WriteString(l)
 				}
 			}
@@ -200,7 +201,7 @@ func TestSidecarWriteFailure(t *testing.T) {
 	f := newFiles(t)
 	h := start(t, wrapRun{flags: append(f.flags(true), "--no-ledger"), server: []string{"--marker", f.marker},
 		wrapper: []string{"prlimit", fmt.Sprintf("--fsize=%d", limit), "--"}})
-	steps := []step{{line: initialize(`"init"`, "2025-06-18"), reply: `"init"`}}
+	steps := []step{{line: initialize(`"init"`, "2025-06-18") + initialized, reply: `"init"`}}
 	var calls []string
 	for i := 1; i <= 8; i++ {
 		c := padCall(fmt.Sprint(i), 9000, "\n")

@@ -17,7 +17,7 @@ import (
 // version.
 func verifySession() []step {
 	return []step{
-		{line: initialize(`"init"`, "2025-06-18"), reply: `"init"`},
+		{line: initialize(`"init"`, "2025-06-18") + initialized, reply: `"init"`},
 		{line: toolCall("1", "echo", `{"n":1}`), reply: "1"},
 		{line: crlf(withMeta(toolCall(`"two"`, "echo", `{"n":2}`), versionMeta(`"2025-11-25"`))), reply: `"two"`},
 		{line: toolCall("3", "delete", `{"path":"/x"}`), reply: "3"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 )
 
 // rig runs a Session between an in-memory client and a server the test
@@ -518,5 +519,58 @@ func TestClientGoneIsReported(t *testing.T) {
 	}
 	if !errors.Is(h.sess.ClientErr(), ErrFatal) {
 		t.Fatalf("ClientErr = %v, want ErrFatal", h.sess.ClientErr())
+	}
+}
+
+// blockingEvidence is an Evidence whose decision evidence is recorded only
+// when release is closed.
+type blockingEvidence struct{ release chan struct{} }
+
+func (e *blockingEvidence) Decided(*Call) func() error {
+	return func() error { <-e.release; return nil }
+}
+
+func (e *blockingEvidence) Responded(*Call, *jsonrpc.Message) func() (bool, string) {
+	return func() (bool, string) { return false, "" }
+}
+
+// TestServerGoneWhileACallWaitsForEvidence: an allowed call waiting in the
+// ordered queue for its evidence when the server exits is answered once
+// (-32603, by ServerGone), never forwarded once its evidence is recorded,
+// and its decision event (forwarded: true) is corrected by a
+// gatehouse.tool.refused.v1 event.
+func TestServerGoneWhileACallWaitsForEvidence(t *testing.T) {
+	log, path := openLog(t)
+	ev := &blockingEvidence{release: make(chan struct{})}
+	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Log: log, Evidence: ev})
+	tools, _ := parseToolsPage([]byte(testTools))
+	r.sess.catalog.replace(tools)
+	r.send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"read","arguments":{}}}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(logEvents(t, path, decisionlog.TypeToolDecision)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no decision event within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := r.sess.ServerGone("gatehouse: the server exited before answering"); err != nil {
+		t.Fatal(err)
+	}
+	if e := errorOf(t, r.recv(), `"q"`); e.Code != -32603 {
+		t.Fatalf("answer %+v, want -32603", e)
+	}
+	close(ev.release)
+	r.noGot(200 * time.Millisecond)
+	r.noRecv(100 * time.Millisecond)
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		refused := logEvents(t, path, decisionlog.TypeToolRefused)
+		if len(refused) == 1 && strings.Contains(string(refused[0]), ReasonServerGone) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refused events %s, want one with %s", refused, ReasonServerGone)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -227,10 +227,10 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 		gcfg.Log = dlog
 	}
 
-	cr, cw := io.Pipe() // client -> gateway
+	cr, cw := io.Pipe()   // client -> gateway
 	gcr, gcw := io.Pipe() // gateway -> client
 	gsr, gsw := io.Pipe() // gateway -> server
-	sr, sw := io.Pipe() // server -> gateway
+	sr, sw := io.Pipe()   // server -> gateway
 	sess := gateway.New(gcfg, gsw, gcw)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

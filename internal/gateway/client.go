@@ -5,20 +5,20 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
 // handleClient classifies one client frame and relays, answers or refuses
-// it. frame includes its terminator and is only valid during the call.
-func (s *Session) handleClient(frame []byte) error {
-	m, err := jsonrpc.Parse(frame)
-	if !s.opened.Load() && !(err == nil && m.Kind == jsonrpc.KindRequest && m.Method == mcp.MethodServerDiscover) {
+// it. The frame is only valid during the call.
+func (s *Session) handleClient(f *transport.Frame) error {
+	frame, m, perr := f.Raw, f.Msg, f.Err
+	if !s.opened.Load() && !(perr == nil && m.Kind == jsonrpc.KindRequest && m.Method == mcp.MethodServerDiscover) {
 		if err := s.openReceipts(); err != nil {
 			return err
 		}
 	}
-	if err != nil {
-		perr := err.(*jsonrpc.Error)
+	if perr != nil {
 		s.record("client", perr.Message, perr.Code, len(frame), perr.ID)
 		return s.sendClient(errorFrame(perr.ID, perr.Code, "gatehouse: "+perr.Message, nil))
 	}

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"sync"
-
-	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
 // queue keeps frames in arrival order while some of them wait for their
@@ -37,7 +35,7 @@ const queueDepth = 1024
 // for an item's evidence: a frame already ready (or one written to dst
 // directly, such as notifications/cancelled or a private tools/list) must
 // not wait for a later call's ledger commit.
-func newQueue(dst *wire.Writer, send func([]byte) error, reply func([]byte) error, onErr func(error)) *queue {
+func newQueue(dst *peer, send func([]byte) error, reply func([]byte) error, onErr func(error)) *queue {
 	q := &queue{items: make(chan queueItem, queueDepth)}
 	q.wg.Add(1)
 	go func() {

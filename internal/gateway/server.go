@@ -8,14 +8,15 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
-// handleServer classifies one server frame and relays or drops it.
-func (s *Session) handleServer(frame []byte) error {
-	m, err := jsonrpc.Parse(frame)
-	if err != nil {
-		perr := err.(*jsonrpc.Error)
+// handleServer classifies one server frame and relays or drops it. The
+// frame is only valid during the call.
+func (s *Session) handleServer(f *transport.Frame) error {
+	frame, m, perr := f.Raw, f.Msg, f.Err
+	if perr != nil {
 		s.stats.Dropped.Add(1)
 		// Shown on stderr by record; the content is not (it may hold
 		// secrets), only its size and why it was refused.

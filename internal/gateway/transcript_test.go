@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 var update = flag.Bool("update", false, "rewrite the out sections of testdata/transcripts/*.txtar from what the session does")
@@ -210,11 +211,10 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 		t.Fatalf("policy: %v", err)
 	}
 	gcfg := gateway.Config{
-		Policy:        pol,
-		Principal:     policy.Principal{ID: cfg.principal, Role: cfg.role},
-		ServerID:      cfg.serverID,
-		FetchTimeout:  cfg.fetchTimeout,
-		MaxFrameBytes: cfg.maxFrame,
+		Policy:       pol,
+		Principal:    policy.Principal{ID: cfg.principal, Role: cfg.role},
+		ServerID:     cfg.serverID,
+		FetchTimeout: cfg.fetchTimeout,
 	}
 	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
 	var dlog *decisionlog.Log
@@ -231,18 +231,18 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 	gcr, gcw := io.Pipe() // gateway -> client
 	gsr, gsw := io.Pipe() // gateway -> server
 	sr, sw := io.Pipe()   // server -> gateway
-	sess := gateway.New(gcfg, gsw, gcw)
+	sess := gateway.New(gcfg, transport.NewStream(cr, gcw, cfg.maxFrame, nil), transport.NewStream(sr, gsw, cfg.maxFrame, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clientDone := make(chan error, 1)
 	serverDone := make(chan error, 1)
 	go func() {
-		err := sess.RunClient(ctx, cr)
+		err := sess.RunClient(ctx)
 		gsw.Close() // as the stdio front end closes the server's stdin
 		clientDone <- err
 	}()
 	go func() {
-		err := sess.RunServer(ctx, sr)
+		err := sess.RunServer(ctx)
 		gcw.Close()
 		serverDone <- err
 	}()

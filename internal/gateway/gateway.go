@@ -30,6 +30,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
@@ -107,9 +108,10 @@ type Session struct {
 	refreshMu sync.Mutex     // one private tools/list fetch at a time
 	held      sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
 
-	// With Evidence on, frames go through these ordered queues (see
-	// queue); nil otherwise.
-	toServerQ, toClientQ *queue
+	// With Evidence on, frames go through these ordered sequencers
+	// (pipeline.Sequencer: each frame waits for its evidence, nothing
+	// overtakes anything); nil otherwise.
+	toServerQ, toClientQ *pipeline.Sequencer
 	// ob gathers a burst's decision events into one write (outbox.go);
 	// nil unless there is a decision log and neither Evidence nor
 	// receipts. Only the client relay loop uses it.
@@ -167,8 +169,8 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		sess.ob = &outbox{}
 	}
 	if cfg.Evidence != nil {
-		sess.toServerQ = newQueue(sess.toServer, sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
-		sess.toClientQ = newQueue(sess.toClient, sess.sendClient, sess.sendClient, func(err error) { sess.log.Error("relay to client failed", "err", err) })
+		sess.toServerQ = pipeline.NewSequencer(sess.sendServer, sess.sendClient, sess.toServer.hold, sequencerDepth, func(err error) { sess.log.Error("relay to server failed", "err", err) })
+		sess.toClientQ = pipeline.NewSequencer(sess.sendClient, sess.sendClient, sess.toClient.hold, sequencerDepth, func(err error) { sess.log.Error("relay to client failed", "err", err) })
 	}
 	return sess
 }
@@ -191,7 +193,7 @@ func (s *Session) Revision() mcp.Revision {
 // error.
 func (s *Session) RunClient(ctx context.Context) error {
 	if s.toServerQ != nil {
-		defer s.toServerQ.close()
+		defer s.toServerQ.Close()
 	}
 	// Calls still held (catalog fetch) are decided before the client side
 	// is reported done and the queue closes (deferred calls run last-in
@@ -209,7 +211,7 @@ func (s *Session) RunServer(ctx context.Context) error {
 	if s.toClientQ != nil {
 		// Responses still waiting for their evidence are relayed before
 		// the server side is reported done.
-		defer s.toClientQ.close()
+		defer s.toClientQ.Close()
 	}
 	return s.relay(ctx, s.server, "server", s.toClient, s.handleServer, s.serverOversized, nil)
 }
@@ -306,6 +308,11 @@ func (s *Session) relay(ctx context.Context, src transport.Conn, from string, ds
 	}
 }
 
+// sequencerDepth bounds the frames waiting in each direction's sequencer
+// for their evidence; a full sequencer makes the relay loop wait
+// (backpressure).
+const sequencerDepth = 1024
+
 // bigFrame is the frame size from which the memory a frame used is given
 // back to the operating system once it is handled: a 16 MiB frame must not
 // leave the process 16 MiB (and its garbage) larger for the rest of the
@@ -330,7 +337,7 @@ func (s *Session) closePrivate() {
 // there is one, else at once.
 func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error {
 	if s.toServerQ != nil {
-		s.toServerQ.push(frame, ready)
+		_ = s.toServerQ.Push(frame, ready) // ErrSequencerClosed only after RunClient returned
 		return nil
 	}
 	return s.forwardClient(frame, nil)
@@ -340,7 +347,7 @@ func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error
 // there is one, else at once.
 func (s *Session) relayToClient(frame []byte, ready func() (bool, []byte)) error {
 	if s.toClientQ != nil {
-		s.toClientQ.push(frame, ready)
+		_ = s.toClientQ.Push(frame, ready) // ErrSequencerClosed only after RunServer returned
 		return nil
 	}
 	return s.sendClient(frame)

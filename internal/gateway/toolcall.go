@@ -358,7 +358,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	if s.toServerQ == nil {
 		return finish(call, wait())
 	}
-	s.toServerQ.push(line, func() (bool, []byte) { return finish(call, wait()) })
+	_ = s.toServerQ.Push(line, func() (bool, []byte) { return finish(call, wait()) })
 	return false, nil
 }
 

@@ -208,13 +208,26 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 	// for the whole batch: the batch then waits on its own goroutine, so
 	// that the client's other traffic is not queued behind it.
 	if s.settings.UnknownTool == "fetch" && s.batchNeedsRefresh(m) {
+		if !s.hold() {
+			// Refused whole, each request member answered on its own
+			// (as the members the gateway answers always are).
+			reason := s.busyReason()
+			s.record("client", reason, CodeBusy, len(frame), jsonrpc.ID{})
+			for i := range m.Members {
+				if mm := &m.Members[i]; mm.Kind == jsonrpc.KindRequest {
+					if err := s.sendClient(errorFrame(mm.ID, CodeBusy, "gatehouse: "+reason, nil)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
 		held := append([]byte(nil), frame...)
-		s.held.Add(1)
 		go func() {
-			defer s.held.Done()
-			s.refreshMu.Lock()
+			defer s.unhold()
+			s.refreshing <- struct{}{}
 			s.refreshCatalog(nil)
-			s.refreshMu.Unlock()
+			<-s.refreshing
 			hm, err := jsonrpc.Parse(held)
 			if err != nil {
 				return

@@ -45,6 +45,9 @@ const (
 	// CodeNotRecorded answers a tools/call refused because its decision
 	// could not be written to the decision log (fail closed).
 	CodeNotRecorded = -32081
+	// CodeBusy answers a tools/call (or a batch) that would have to wait
+	// for a tools/list fetch while Config.MaxHeld calls already wait.
+	CodeBusy = -32083
 )
 
 // Recorder is the request-receipt sidecar hook (see package receipts). The
@@ -79,6 +82,10 @@ type Config struct {
 	// FetchTimeout bounds the private tools/list a call to an unknown tool
 	// waits for; <= 0 means 5 seconds.
 	FetchTimeout time.Duration
+	// MaxHeld bounds the tools/call requests (and batches) that wait at
+	// once for a private tools/list fetch, each on a goroutine of its own;
+	// past it the client gets CodeBusy at once. <= 0 means 256.
+	MaxHeld int
 	// Logger receives diagnostics (stderr in the CLI); nil discards them.
 	Logger *slog.Logger
 }
@@ -105,8 +112,12 @@ type Session struct {
 	lastMeta    []byte       // params._meta of the last stateless request, for private requests
 	receiptsErr error
 
-	refreshMu sync.Mutex     // one private tools/list fetch at a time
-	held      sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
+	// refreshing holds one token while a private tools/list fetch runs:
+	// one fetch at a time. A channel, not a mutex, so that a call waiting
+	// for its turn is durably blocked (testing/synctest transcripts).
+	refreshing chan struct{}
+	held       sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
+	holding    atomic.Int64   // calls and batches held for a catalog fetch now (<= cfg.MaxHeld)
 
 	// With Evidence on, frames go through these ordered sequencers
 	// (pipeline.Sequencer: each frame waits for its evidence, nothing
@@ -147,6 +158,9 @@ func New(cfg Config, client, server transport.Conn) *Session {
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = 5 * time.Second
 	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 256
+	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -164,6 +178,7 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		private:    map[string]chan []byte{},
 		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		catalog:    newCatalog(),
+		refreshing: make(chan struct{}, 1),
 	}
 	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
 		sess.ob = &outbox{}
@@ -323,6 +338,29 @@ const bigFrame = transport.BigFrame
 // operating system (runtime/debug.FreeOSMemory). It costs a few
 // milliseconds, so it runs only after big frames.
 func releaseMemory() { debug.FreeOSMemory() }
+
+// hold reserves one of the MaxHeld places of a call or batch that waits
+// for a catalog fetch on a goroutine of its own; false when all are taken.
+// Every true is followed by one unhold.
+func (s *Session) hold() bool {
+	if s.holding.Add(1) > int64(s.cfg.MaxHeld) {
+		s.holding.Add(-1)
+		return false
+	}
+	s.held.Add(1)
+	return true
+}
+
+// unhold gives back a place taken by hold.
+func (s *Session) unhold() {
+	s.holding.Add(-1)
+	s.held.Done()
+}
+
+// busyReason is the reason recorded and sent with CodeBusy.
+func (s *Session) busyReason() string {
+	return "too many calls are waiting for the server's tools/list (" + strconv.Itoa(s.cfg.MaxHeld) + "); try again"
+}
 
 func (s *Session) closePrivate() {
 	s.mu.Lock()

@@ -39,7 +39,8 @@ var update = flag.Bool("update", false, "rewrite the out sections of testdata/tr
 //     set the principal and server; policy names a policy file relative to
 //     the repository root (examples/policies/readonly-agent.yaml) unless the
 //     archive has a "policy.yaml" section; decision_log: off runs without a
-//     decision log; fetch_timeout and max_frame_bytes set those limits.
+//     decision log; fetch_timeout, max_frame_bytes and max_held set those
+//     limits.
 //   - "policy.yaml" (optional): the policy inline.
 //   - "in": the script, one step a line; blank lines and lines starting
 //     with "#" are skipped. "c LINE" sends LINE and LF from the client,
@@ -71,7 +72,15 @@ func TestTranscripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out string
+			// synctest.Wait waits only for goroutines durably blocked: one
+			// blocked on a sync.Mutex (or I/O outside the bubble) would
+			// hang the test until the package timeout. Fail faster, with
+			// every goroutine's stack.
+			watchdog := time.AfterFunc(time.Minute, func() {
+				panic("transcript " + file + " did not finish within a minute: a goroutine of the session is blocked on something testing/synctest does not see as durably blocked (a sync.Mutex, I/O)")
+			})
 			synctest.Test(t, func(t *testing.T) { out = runTranscript(t, ar) })
+			watchdog.Stop()
 			if t.Failed() {
 				return
 			}
@@ -108,7 +117,7 @@ type transcriptConfig struct {
 	role, principal, serverID, policyPath string
 	decisionLog                           bool
 	fetchTimeout                          time.Duration
-	maxFrame                              int
+	maxFrame, maxHeld                     int
 }
 
 func parseConfig(t *testing.T, data []byte) transcriptConfig {
@@ -140,12 +149,16 @@ func parseConfig(t *testing.T, data []byte) transcriptConfig {
 				t.Fatalf("config line %d: %v", i+1, err)
 			}
 			cfg.fetchTimeout = d
-		case "max_frame_bytes":
+		case "max_frame_bytes", "max_held":
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				t.Fatalf("config line %d: %v", i+1, err)
 			}
-			cfg.maxFrame = n
+			if k == "max_held" {
+				cfg.maxHeld = n
+			} else {
+				cfg.maxFrame = n
+			}
 		default:
 			t.Fatalf("config line %d: unknown key %q", i+1, k)
 		}
@@ -215,6 +228,7 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 		Principal:    policy.Principal{ID: cfg.principal, Role: cfg.role},
 		ServerID:     cfg.serverID,
 		FetchTimeout: cfg.fetchTimeout,
+		MaxHeld:      cfg.maxHeld,
 	}
 	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
 	var dlog *decisionlog.Log

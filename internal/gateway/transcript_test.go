@@ -13,15 +13,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/audit"
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
@@ -61,6 +64,61 @@ var update = flag.Bool("update", false, "rewrite the out sections of testdata/tr
 // then the server's; both relay loops must return, or the test fails: a
 // session that hangs at the end is a defect the transcripts catch.
 func TestTranscripts(t *testing.T) {
+	forEachTranscript(t, false, func(t *testing.T, file string, ar *txtar.Archive, out string) {
+		var want []byte
+		outIdx := -1
+		for i, f := range ar.Files {
+			if f.Name == "out" {
+				want, outIdx = f.Data, i
+			}
+		}
+		if *update {
+			if outIdx < 0 {
+				ar.Files = append(ar.Files, txtar.File{Name: "out"})
+				outIdx = len(ar.Files) - 1
+			}
+			ar.Files[outIdx].Data = []byte(out)
+			if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if outIdx < 0 {
+			t.Fatalf("no out section; run with -update to write it:\n%s", out)
+		}
+		if string(want) != out {
+			t.Errorf("transcript differs (run with -update to rewrite it after checking the change):\n%s", lineDiff(string(want), out))
+		}
+	})
+}
+
+// TestTranscriptsLedgerOn replays every transcript with the audit ledger
+// on (package audit over an in-memory ledger store): what each peer
+// receives and the decision events must be exactly those of the ledger-off
+// run in the archive's out section. The two runs take different paths
+// through the session (the sequencers that wait for evidence, against the
+// decision log's burst writes), so this pins that evidence never changes
+// the wire.
+func TestTranscriptsLedgerOn(t *testing.T) {
+	if *update {
+		t.Skip("-update rewrites the ledger-off transcripts only")
+	}
+	forEachTranscript(t, true, func(t *testing.T, _ string, ar *txtar.Archive, out string) {
+		for _, f := range ar.Files {
+			if f.Name == "out" {
+				if string(f.Data) != out {
+					t.Errorf("with the ledger on the session differs from the ledger-off transcript:\n%s", lineDiff(string(f.Data), out))
+				}
+				return
+			}
+		}
+		t.Fatal("no out section")
+	})
+}
+
+// forEachTranscript runs every testdata/transcripts/*.txtar in a
+// testing/synctest bubble and hands its out text to check.
+func forEachTranscript(t *testing.T, ledgerOn bool, check func(t *testing.T, file string, ar *txtar.Archive, out string)) {
 	files, err := filepath.Glob("testdata/transcripts/*.txtar")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts: %v", err)
@@ -79,35 +137,12 @@ func TestTranscripts(t *testing.T) {
 			watchdog := time.AfterFunc(time.Minute, func() {
 				panic("transcript " + file + " did not finish within a minute: a goroutine of the session is blocked on something testing/synctest does not see as durably blocked (a sync.Mutex, I/O)")
 			})
-			synctest.Test(t, func(t *testing.T) { out = runTranscript(t, ar) })
+			synctest.Test(t, func(t *testing.T) { out = runTranscript(t, ar, ledgerOn) })
 			watchdog.Stop()
 			if t.Failed() {
 				return
 			}
-			var want []byte
-			outIdx := -1
-			for i, f := range ar.Files {
-				if f.Name == "out" {
-					want, outIdx = f.Data, i
-				}
-			}
-			if *update {
-				if outIdx < 0 {
-					ar.Files = append(ar.Files, txtar.File{Name: "out"})
-					outIdx = len(ar.Files) - 1
-				}
-				ar.Files[outIdx].Data = []byte(out)
-				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if outIdx < 0 {
-				t.Fatalf("no out section; run with -update to write it:\n%s", out)
-			}
-			if string(want) != out {
-				t.Errorf("transcript differs (run with -update to rewrite it after checking the change):\n%s", lineDiff(string(want), out))
-			}
+			check(t, file, ar, out)
 		})
 	}
 }
@@ -204,7 +239,7 @@ func (p *peer) take() []string {
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-func runTranscript(t *testing.T, ar *txtar.Archive) string {
+func runTranscript(t *testing.T, ar *txtar.Archive, ledgerOn bool) string {
 	sections := map[string][]byte{}
 	for _, f := range ar.Files {
 		sections[f.Name] = f.Data
@@ -241,6 +276,28 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 		gcfg.Log = dlog
 	}
 
+	var out strings.Builder
+	if ledgerOn {
+		led, err := ledger.New(context.Background(), ledger.NewMemStore(), ledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer led.Close(context.Background())
+		counted := &countingAppender{Appender: led}
+		defer func() {
+			// The ledger-on run must have taken the evidence path: a run
+			// that decided a tools/call enqueued records.
+			if decided, n := strings.Contains(out.String(), decisionlog.TypeToolDecision), counted.n.Load(); decided != (n > 0) {
+				t.Errorf("ledger on: %d records enqueued, tools/call decided: %v", n, decided)
+			}
+		}()
+		rec, err := audit.New(audit.Config{Ledger: counted, GatewayID: "transcript", Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gcfg.Evidence = rec
+	}
+
 	cr, cw := io.Pipe()   // client -> gateway
 	gcr, gcw := io.Pipe() // gateway -> client
 	gsr, gsw := io.Pipe() // gateway -> server
@@ -262,7 +319,6 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 	}()
 	toClient, toServer := collect(gcr), collect(gsr)
 
-	var out strings.Builder
 	evIDs := map[string]string{}
 	var evOff int64
 	events := func() []string {
@@ -395,6 +451,17 @@ func runTranscript(t *testing.T, ar *txtar.Archive) string {
 	<-toClient.done
 	<-toServer.done
 	return out.String()
+}
+
+// countingAppender counts the records enqueued in the ledger.
+type countingAppender struct {
+	audit.Appender
+	n atomic.Int64
+}
+
+func (c *countingAppender) EnqueueAll(ctx context.Context, recs []ledger.Record) (func() ([]ledger.Entry, error), error) {
+	c.n.Add(int64(len(recs)))
+	return c.Appender.EnqueueAll(ctx, recs)
 }
 
 // writeLine appends one collected line with its prefix: as it is when it

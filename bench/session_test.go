@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 // sessionRig runs a gateway.Session in process between a Client and an
@@ -34,7 +35,7 @@ func newSessionRig(tb testing.TB, v Variant) *sessionRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := gateway.Config{ServerID: "fakeserver", Policy: policy.Default(), MaxFrameBytes: v.MaxFrameBytes}
+	cfg := gateway.Config{ServerID: "fakeserver", Policy: policy.Default()}
 	if v.Policy {
 		p, err := policy.Load(filepath.Join(root, PolicyFile))
 		if err != nil {
@@ -55,7 +56,7 @@ func newSessionRig(tb testing.TB, v Variant) *sessionRig {
 	g2sR, g2sW := io.Pipe()
 	s2gR, s2gW := io.Pipe()
 	g2cR, g2cW := io.Pipe()
-	sess := gateway.New(cfg, g2sW, g2cW)
+	sess := gateway.New(cfg, transport.NewStream(c2gR, g2cW, v.MaxFrameBytes, nil), transport.NewStream(s2gR, g2sW, v.MaxFrameBytes, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &sessionRig{
 		Client:  NewClient(c2gW, g2cR),
@@ -63,8 +64,8 @@ func newSessionRig(tb testing.TB, v Variant) *sessionRig {
 		closers: []io.Closer{c2gW, g2sW, s2gW, g2cW},
 		done:    make(chan struct{}, 3),
 	}
-	go func() { sess.RunClient(ctx, c2gR); g2sW.Close(); r.done <- struct{}{} }()
-	go func() { sess.RunServer(ctx, s2gR); g2cW.Close(); r.done <- struct{}{} }()
+	go func() { sess.RunClient(ctx); g2sW.Close(); r.done <- struct{}{} }()
+	go func() { sess.RunServer(ctx); g2cW.Close(); r.done <- struct{}{} }()
 	go func() { echoServer(g2sR, s2gW); s2gW.Close(); r.done <- struct{}{} }()
 	if err := r.Handshake(); err != nil {
 		tb.Fatal(err)

@@ -288,12 +288,11 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		}()
 	}
 	cfg := gateway.Config{
-		Policy:        pol,
-		Principal:     policy.Principal{ID: f.principal, Role: f.role},
-		ServerID:      serverID,
-		Log:           dlog,
-		MaxFrameBytes: f.maxFrame,
-		Logger:        logger,
+		Policy:    pol,
+		Principal: policy.Principal{ID: f.principal, Role: f.role},
+		ServerID:  serverID,
+		Log:       dlog,
+		Logger:    logger,
 	}
 	if rec2 != nil {
 		cfg.Evidence = rec2
@@ -308,13 +307,14 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		capture = &decisionlog.Capture{Scope: rec.Scope()}
 	}
 	opts := stdio.Options{
-		Argv:    argv,
-		Session: cfg,
-		Grace:   f.grace,
-		Stdin:   stdin,
-		Stdout:  stdout,
-		Stderr:  stderr,
-		Logger:  logger,
+		Argv:          argv,
+		Session:       cfg,
+		MaxFrameBytes: f.maxFrame,
+		Grace:         f.grace,
+		Stdin:         stdin,
+		Stdout:        stdout,
+		Stderr:        stderr,
+		Logger:        logger,
 		OnStart: func(pid int) {
 			if dlog == nil {
 				return

@@ -5,20 +5,20 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
 // handleClient classifies one client frame and relays, answers or refuses
-// it. frame includes its terminator and is only valid during the call.
-func (s *Session) handleClient(frame []byte) error {
-	m, err := jsonrpc.Parse(frame)
-	if !s.opened.Load() && !(err == nil && m.Kind == jsonrpc.KindRequest && m.Method == mcp.MethodServerDiscover) {
+// it. The frame is only valid during the call.
+func (s *Session) handleClient(f *transport.Frame) error {
+	frame, m, perr := f.Raw, f.Msg, f.Err
+	if !s.opened.Load() && !(perr == nil && m.Kind == jsonrpc.KindRequest && m.Method == mcp.MethodServerDiscover) {
 		if err := s.openReceipts(); err != nil {
 			return err
 		}
 	}
-	if err != nil {
-		perr := err.(*jsonrpc.Error)
+	if perr != nil {
 		s.record("client", perr.Message, perr.Code, len(frame), perr.ID)
 		return s.sendClient(errorFrame(perr.ID, perr.Code, "gatehouse: "+perr.Message, nil))
 	}
@@ -253,13 +253,26 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 	// for the whole batch: the batch then waits on its own goroutine, so
 	// that the client's other traffic is not queued behind it.
 	if s.settings.UnknownTool == "fetch" && s.fetchAllowed() && s.batchNeedsRefresh(m) {
+		if !s.hold() {
+			// Refused whole, each request member answered on its own
+			// (as the members the gateway answers always are).
+			reason := s.busyReason()
+			s.record("client", reason, CodeBusy, len(frame), jsonrpc.ID{})
+			for i := range m.Members {
+				if mm := &m.Members[i]; mm.Kind == jsonrpc.KindRequest {
+					if err := s.sendClient(errorFrame(mm.ID, CodeBusy, "gatehouse: "+reason, nil)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
 		held := append([]byte(nil), frame...)
-		s.held.Add(1)
 		go func() {
-			defer s.held.Done()
-			s.refreshMu.Lock()
+			defer s.unhold()
+			s.refreshing <- struct{}{}
 			s.refreshCatalog(nil)
-			s.refreshMu.Unlock()
+			<-s.refreshing
 			hm, err := jsonrpc.Parse(held)
 			if err != nil {
 				return

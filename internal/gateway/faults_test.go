@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 // rig runs a Session between an in-memory client and a server the test
@@ -42,10 +43,10 @@ func newRig(t *testing.T, cfg Config) *rig {
 	r := &rig{t: t, toGW: cw, fromGW: bufio.NewReader(gr), serverIn: bufio.NewReader(sr), serverOut: ow,
 		clientDone: make(chan error, 1), serverDone: make(chan error, 1),
 		lines: make(chan string, 64), srvLines: make(chan string, 64)}
-	r.sess = New(cfg, sw, gw)
+	r.sess = New(cfg, transport.NewStream(cr, gw, 0, nil), transport.NewStream(or, sw, 0, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { r.clientDone <- r.sess.RunClient(ctx, cr); sw.Close() }()
-	go func() { r.serverDone <- r.sess.RunServer(ctx, or) }()
+	go func() { r.clientDone <- r.sess.RunClient(ctx); sw.Close() }()
+	go func() { r.serverDone <- r.sess.RunServer(ctx) }()
 	go func() {
 		for {
 			l, err := r.fromGW.ReadString('\n')

@@ -4,11 +4,13 @@
 // catalog, decides every tools/call by policy, records the decision, and then
 // forwards the original bytes or answers the client itself.
 //
-// A Session does not own any transport: the stdio front end (or a test)
-// feeds it the client's and the server's byte streams and gives it the two
-// writers. Requests flow client -> server through RunClient; responses,
-// server requests and notifications flow server -> client through RunServer.
-// The two run concurrently; all shared state is guarded.
+// A Session knows nothing of processes or byte streams: it is given two
+// message-level connections (transport.Conn), one to the client and one to
+// the server, by the stdio front end (or a test, or another front end).
+// Requests flow client -> server through RunClient; responses, server
+// requests and notifications flow server -> client through RunServer. The
+// two run concurrently; all shared state is guarded. The principal and the
+// server are data in Config, so many sessions can share one process.
 package gateway
 
 import (
@@ -28,7 +30,9 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
@@ -41,6 +45,9 @@ const (
 	// CodeNotRecorded answers a tools/call refused because its decision
 	// could not be written to the decision log (fail closed).
 	CodeNotRecorded = -32081
+	// CodeBusy answers a tools/call (or a batch) that would have to wait
+	// for a tools/list fetch while Config.MaxHeld calls already wait.
+	CodeBusy = -32083
 )
 
 // Recorder is the request-receipt sidecar hook (see package receipts). The
@@ -72,12 +79,13 @@ type Config struct {
 	// StrongKeys are the params._meta keys whose string value is a strong
 	// tool_call_id; nil means decisionlog.DefaultStrongKeys.
 	StrongKeys []string
-	// MaxFrameBytes is the frame limit in bytes in both directions; <= 0
-	// means wire.DefaultMaxFrameBytes.
-	MaxFrameBytes int
 	// FetchTimeout bounds the private tools/list a call to an unknown tool
 	// waits for; <= 0 means 5 seconds.
 	FetchTimeout time.Duration
+	// MaxHeld bounds the tools/call requests (and batches) that wait at
+	// once for a private tools/list fetch, each on a goroutine of its own;
+	// past it the client gets CodeBusy at once. <= 0 means 256.
+	MaxHeld int
 	// Logger receives diagnostics (stderr in the CLI); nil discards them.
 	Logger *slog.Logger
 }
@@ -91,8 +99,10 @@ type Session struct {
 	cfg      Config
 	settings policy.Settings
 	log      *slog.Logger
-	toServer *wire.Writer
-	toClient *wire.Writer
+	client   transport.Conn
+	server   transport.Conn
+	toServer *peer
+	toClient *peer
 
 	mu          sync.Mutex
 	pendingC2S  map[string]*pending // client requests awaiting the server
@@ -102,12 +112,17 @@ type Session struct {
 	lastMeta    []byte       // params._meta of the last stateless request, for private requests
 	receiptsErr error
 
-	refreshMu sync.Mutex     // one private tools/list fetch at a time
-	held      sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
+	// refreshing holds one token while a private tools/list fetch runs:
+	// one fetch at a time. A channel, not a mutex, so that a call waiting
+	// for its turn is durably blocked (testing/synctest transcripts).
+	refreshing chan struct{}
+	held       sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
+	holding    atomic.Int64   // calls and batches held for a catalog fetch now (<= cfg.MaxHeld)
 
-	// With Evidence on, frames go through these ordered queues (see
-	// queue); nil otherwise.
-	toServerQ, toClientQ *queue
+	// With Evidence on, frames go through these ordered sequencers
+	// (pipeline.Sequencer: each frame waits for its evidence, nothing
+	// overtakes anything); nil otherwise.
+	toServerQ, toClientQ *pipeline.Sequencer
 	// ob gathers a burst's decision events into one write (outbox.go);
 	// nil unless there is a decision log and neither Evidence nor
 	// receipts. Only the client relay loop uses it.
@@ -146,20 +161,21 @@ type Stats struct {
 	ToolCalls, Denied, Rejected, Dropped atomic.Int64
 }
 
-// New returns a Session that writes to the server through toServer and to
-// the client through toClient.
-func New(cfg Config, toServer, toClient io.Writer) *Session {
+// New returns a Session between client and server. The Session reads from
+// and writes to both; it never closes them (the front end that made them
+// does, when the session's relay loops have returned).
+func New(cfg Config, client, server transport.Conn) *Session {
 	if cfg.Policy == nil {
 		cfg.Policy = policy.Default()
 	}
 	if cfg.StrongKeys == nil {
 		cfg.StrongKeys = decisionlog.DefaultStrongKeys
 	}
-	if cfg.MaxFrameBytes <= 0 {
-		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
-	}
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = 5 * time.Second
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 256
 	}
 	lg := cfg.Logger
 	if lg == nil {
@@ -169,21 +185,24 @@ func New(cfg Config, toServer, toClient io.Writer) *Session {
 		cfg:        cfg,
 		settings:   cfg.Policy.Settings(),
 		log:        lg,
-		toServer:   wire.NewWriter(toServer),
-		toClient:   wire.NewWriter(toClient),
+		client:     client,
+		server:     server,
+		toServer:   newPeer(server),
+		toClient:   newPeer(client),
 		pendingC2S: map[string]*pending{},
 		pendingS2C: map[string]struct{}{},
 		private:    map[string]chan []byte{},
 		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		catalog:    newCatalog(),
 		clientGone: make(chan struct{}),
+		refreshing: make(chan struct{}, 1),
 	}
 	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
 		sess.ob = &outbox{}
 	}
 	if cfg.Evidence != nil {
-		sess.toServerQ = newQueue(sess.toServer, sess.sendServer, sess.sendClient, func(err error) { sess.log.Error("relay to server failed", "err", err) })
-		sess.toClientQ = newQueue(sess.toClient, sess.sendClient, sess.sendClient, func(err error) {
+		sess.toServerQ = pipeline.NewSequencer(sess.sendServer, sess.sendClient, sess.toServer.hold, sequencerDepth, func(err error) { sess.log.Error("relay to server failed", "err", err) })
+		sess.toClientQ = pipeline.NewSequencer(sess.sendClient, sess.sendClient, sess.toClient.hold, sequencerDepth, func(err error) {
 			sess.log.Error("relay to client failed", "err", err)
 			sess.markClientGone(err)
 		})
@@ -202,39 +221,43 @@ func (s *Session) Revision() mcp.Revision {
 	return s.revision
 }
 
-// RunClient relays frames from the client until r ends. It returns nil at
-// end of input, or an error wrapping ErrFatal when the session cannot
-// continue (the server's stdin failed, the receipt file was taken).
-func (s *Session) RunClient(ctx context.Context, r io.Reader) error {
+// RunClient relays frames from the client until its Conn reports end of
+// input. It returns nil at end of input or when ctx ends, or an error
+// wrapping ErrFatal when the session cannot continue (the write to the
+// server failed, the receipt file was taken), or the client Conn's read
+// error.
+func (s *Session) RunClient(ctx context.Context) error {
 	if s.toServerQ != nil {
-		defer s.toServerQ.close()
+		defer s.toServerQ.Close()
 	}
 	// Calls still held (catalog fetch) are decided before the client side
 	// is reported done and the queue closes (deferred calls run last-in
 	// first-out).
 	defer s.held.Wait()
-	return s.relay(ctx, r, "client", s.toServer, s.handleClient, s.clientOversized, s.ob)
+	return s.relay(ctx, s.client, "client", s.toServer, s.handleClient, s.clientOversized, s.ob)
 }
 
-// RunServer relays frames from the server until r ends. It returns nil at
-// end of input, or an error wrapping ErrFatal when writing to the client
-// failed.
-func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
+// RunServer relays frames from the server until its Conn reports end of
+// input. It returns nil at end of input or when ctx ends, or an error
+// wrapping ErrFatal when writing to the client failed, or the server
+// Conn's read error.
+func (s *Session) RunServer(ctx context.Context) error {
 	defer s.closePrivate()
 	if s.toClientQ != nil {
 		// Responses still waiting for their evidence are relayed before
 		// the server side is reported done.
-		defer s.toClientQ.close()
+		defer s.toClientQ.Close()
 	}
-	return s.relay(ctx, r, "server", s.toClient, s.handleServer, s.serverOversized, nil)
+	return s.relay(ctx, s.server, "server", s.toClient, s.handleServer, s.serverOversized, nil)
 }
 
-// relay is the loop of one direction: read a frame from r, hand it to
-// handle (or an oversized one to oversized), until r ends (nil), ctx ends
-// (nil) or a handler fails (its error).
+// relay is the loop of one direction: read a frame from src, hand it to
+// handle (or an oversized one to oversized), until src ends (nil), ctx
+// ends (nil) or a handler fails (its error).
 //
-// While further whole frames are already buffered, the loop holds dst, the
-// writer its frames mostly go to (wire.Writer.Hold): frames that arrived
+// While further whole frames are already buffered (transport.Buffered),
+// the loop holds dst, the peer its frames mostly go to
+// (transport.Holder): frames that arrived
 // together are then written together, in one write, and a frame that
 // arrives alone is written at once. The hold is released before the loop
 // can block on reading, so nothing handled waits for more input. Without
@@ -244,8 +267,11 @@ func (s *Session) RunServer(ctx context.Context, r io.Reader) error {
 // ob is the client loop's outbox (nil for the server loop, or when there is
 // none): it is active while the loop holds dst, and flushed before every
 // release.
-func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire.Writer, handle func([]byte) error, oversized func(*wire.FrameTooLargeError) error, ob *outbox) (err error) {
-	rd := wire.NewReader(r, s.cfg.MaxFrameBytes)
+func (s *Session) relay(ctx context.Context, src transport.Conn, from string, dst *peer, handle func(*transport.Frame) error, oversized func(*wire.FrameTooLargeError) error, ob *outbox) (err error) {
+	buffered := func() bool { return false }
+	if b, ok := src.(transport.Buffered); ok {
+		buffered = b.Buffered
+	}
 	holding := false
 	defer func() {
 		if holding {
@@ -263,7 +289,7 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 		if ctx.Err() != nil {
 			return nil
 		}
-		if holding && !rd.HasFrame() {
+		if holding && !buffered() {
 			holding = false
 			var ferr error
 			if ob != nil {
@@ -278,7 +304,7 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 				return ferr
 			}
 		}
-		frame, err := rd.ReadFrame()
+		frame, err := src.Read(ctx)
 		if err != nil {
 			var tooLarge *wire.FrameTooLargeError
 			if errors.As(err, &tooLarge) {
@@ -287,7 +313,7 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 				}
 				continue
 			}
-			if err == io.EOF {
+			if err == io.EOF || ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("read from %s: %w", from, err)
@@ -296,14 +322,14 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 		// members are decided in place), and nothing may wait behind that
 		// wait: the loop then never holds, and the ordered queues do
 		// what coalescing is possible.
-		if !holding && s.cfg.Evidence == nil && rd.HasFrame() {
+		if !holding && s.cfg.Evidence == nil && buffered() {
 			dst.Hold()
 			holding = true
 			if ob != nil {
 				_ = s.setActive(true)
 			}
 		}
-		big := len(frame) >= bigFrame
+		big := len(frame.Raw) >= bigFrame
 		if err := handle(frame); err != nil {
 			return err
 		}
@@ -311,22 +337,50 @@ func (s *Session) relay(ctx context.Context, r io.Reader, from string, dst *wire
 			// The frame's buffer is garbage now, even while the loop
 			// waits for the next frame: the other direction's big frame
 			// (the response to this one) must not find it still held.
-			rd.DropFrame()
+			frame.Done()
 			releaseMemory()
 		}
 	}
 }
 
+// sequencerDepth bounds the frames waiting in each direction's sequencer
+// for their evidence; a full sequencer makes the relay loop wait
+// (backpressure).
+const sequencerDepth = 1024
+
 // bigFrame is the frame size from which the memory a frame used is given
 // back to the operating system once it is handled: a 16 MiB frame must not
 // leave the process 16 MiB (and its garbage) larger for the rest of the
 // session.
-const bigFrame = 1 << 20
+const bigFrame = transport.BigFrame
 
 // releaseMemory runs a garbage collection and returns freed memory to the
 // operating system (runtime/debug.FreeOSMemory). It costs a few
 // milliseconds, so it runs only after big frames.
 func releaseMemory() { debug.FreeOSMemory() }
+
+// hold reserves one of the MaxHeld places of a call or batch that waits
+// for a catalog fetch on a goroutine of its own; false when all are taken.
+// Every true is followed by one unhold.
+func (s *Session) hold() bool {
+	if s.holding.Add(1) > int64(s.cfg.MaxHeld) {
+		s.holding.Add(-1)
+		return false
+	}
+	s.held.Add(1)
+	return true
+}
+
+// unhold gives back a place taken by hold.
+func (s *Session) unhold() {
+	s.holding.Add(-1)
+	s.held.Done()
+}
+
+// busyReason is the reason recorded and sent with CodeBusy.
+func (s *Session) busyReason() string {
+	return "too many calls are waiting for the server's tools/list (" + strconv.Itoa(s.cfg.MaxHeld) + "); try again"
+}
 
 func (s *Session) closePrivate() {
 	s.mu.Lock()
@@ -341,7 +395,7 @@ func (s *Session) closePrivate() {
 // there is one, else at once.
 func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error {
 	if s.toServerQ != nil {
-		s.toServerQ.push(frame, ready)
+		_ = s.toServerQ.Push(frame, ready) // ErrSequencerClosed only after RunClient returned
 		return nil
 	}
 	return s.forwardClient(frame, nil)
@@ -351,10 +405,43 @@ func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error
 // there is one, else at once.
 func (s *Session) relayToClient(frame []byte, ready func() (bool, []byte)) error {
 	if s.toClientQ != nil {
-		s.toClientQ.push(frame, ready)
+		_ = s.toClientQ.Push(frame, ready) // ErrSequencerClosed only after RunServer returned
 		return nil
 	}
 	return s.sendClient(frame)
+}
+
+// peer is the writing side of one Conn as the session uses it: whole
+// frames, and holds that gather them when the Conn supports it.
+type peer struct {
+	conn transport.Conn
+	hold transport.Holder // nil when the Conn cannot gather writes
+}
+
+func newPeer(c transport.Conn) *peer {
+	p := &peer{conn: c}
+	if h, ok := c.(transport.Holder); ok {
+		p.hold = h
+	}
+	return p
+}
+
+// WriteFrame writes frame, one or more whole messages with terminators.
+func (p *peer) WriteFrame(frame []byte) error { return p.conn.Write(context.Background(), frame) }
+
+// Hold starts a period of gathered writes, when the Conn supports it.
+func (p *peer) Hold() {
+	if p.hold != nil {
+		p.hold.Hold()
+	}
+}
+
+// Release ends a Hold; it returns the gathered write's error.
+func (p *peer) Release() error {
+	if p.hold != nil {
+		return p.hold.Release()
+	}
+	return nil
 }
 
 // sendClient writes one frame to the client. A failure marks the client

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 const testTools = `{"tools":[` +
@@ -40,10 +41,10 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	sr, sw := io.Pipe() // gateway writes to server
 	or, ow := io.Pipe() // server writes to gateway
 	h := &harness{t: t, toGW: cw, fromGW: bufio.NewReader(gr), clientR: gr}
-	h.sess = New(cfg, sw, gw)
+	h.sess = New(cfg, transport.NewStream(cr, gw, 0, nil), transport.NewStream(or, sw, 0, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = h.sess.RunClient(ctx, cr); sw.Close() }()
-	go func() { _ = h.sess.RunServer(ctx, or) }()
+	go func() { _ = h.sess.RunClient(ctx); sw.Close() }()
+	go func() { _ = h.sess.RunServer(ctx) }()
 	go func() { // the fake server
 		br := bufio.NewReader(sr)
 		for {
@@ -198,7 +199,7 @@ func TestToolsListChangedMarksCatalogStale(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- h.sess.handleServer([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n"))
+		errc <- h.sess.handleServer(transport.NewFrame([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")))
 	}()
 	if got := h.recv(); !strings.Contains(got, "list_changed") {
 		t.Fatalf("client got %s, want the notification", got)

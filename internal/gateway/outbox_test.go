@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 func openTestLog(t *testing.T) *decisionlog.Log {
@@ -111,14 +112,14 @@ func newGatedRig(t *testing.T) *gatedRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	sess := New(Config{Policy: readonlyPolicy(t, ""), Log: log}, sw, gw)
+	sess := New(Config{Policy: readonlyPolicy(t, ""), Log: log}, transport.NewStream(cr, gw, 0, nil), transport.NewStream(or, sw, 0, nil))
 	only, _ := parseToolsPage([]byte(`{"tools":[{"name":"read","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`))
 	sess.catalog.replace(only)
 	sess.initialized.Store(true) // as after the handshake: fetches may go
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); cw.Close(); gr.Close(); or.Close() })
-	go func() { _ = sess.RunClient(ctx, cr); sw.Close() }()
-	go func() { _ = sess.RunServer(ctx, or) }()
+	go func() { _ = sess.RunClient(ctx); sw.Close() }()
+	go func() { _ = sess.RunServer(ctx) }()
 	var wmu sync.Mutex
 	reply := func(id, result string) {
 		wmu.Lock()

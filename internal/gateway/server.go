@@ -11,14 +11,15 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
 
-// handleServer classifies one server frame and relays or drops it.
-func (s *Session) handleServer(frame []byte) error {
-	m, err := jsonrpc.Parse(frame)
-	if err != nil {
-		perr := err.(*jsonrpc.Error)
+// handleServer classifies one server frame and relays or drops it. The
+// frame is only valid during the call.
+func (s *Session) handleServer(f *transport.Frame) error {
+	frame, m, perr := f.Raw, f.Msg, f.Err
+	if perr != nil {
 		s.stats.Dropped.Add(1)
 		// The id, when it can be read, addresses the refusal: a response
 		// to a pending client request must not leave the client waiting
@@ -322,8 +323,7 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 // ordered queue or the client loop's outbox.
 func (s *Session) sendPrivate(req []byte) error {
 	if s.toServerQ != nil {
-		s.toServerQ.push(req, nil)
-		return nil
+		return s.toServerQ.Push(req, nil)
 	}
 	return s.deliverHeld(req, true, nil, nil)
 }

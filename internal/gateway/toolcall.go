@@ -113,9 +113,17 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		// own goroutine so that the client's other traffic (a
 		// notifications/cancelled for this very call, say) is not queued
 		// behind it. The frame is copied: the reader reuses its buffer.
-		s.held.Add(1)
+		if !s.hold() {
+			s.release(m.ID, slot)
+			reason := s.busyReason()
+			s.record("client", reason, CodeBusy, len(m.Raw), m.ID)
+			if !isRequest {
+				return false, nil, nil
+			}
+			return false, errorFrame(m.ID, CodeBusy, "gatehouse: "+reason, nil), nil
+		}
 		go func(frame []byte) {
-			defer s.held.Done()
+			defer s.unhold()
 			s.heldToolCall(frame, slot)
 		}(append([]byte(nil), line...))
 		return false, nil, nil
@@ -135,11 +143,11 @@ func (s *Session) heldToolCall(frame []byte, slot *pending) {
 	p, _ := parseToolCall(m.Params)
 	// One refresh at a time; a call that waited behind another's refresh
 	// uses its result.
-	s.refreshMu.Lock()
+	s.refreshing <- struct{}{}
 	if _, known, stale := s.catalog.lookup(p.name); !known || stale {
 		s.refreshCatalog(p.meta)
 	}
-	s.refreshMu.Unlock()
+	<-s.refreshing
 	fwd, reply := s.decideToolCall(frame, &m, p, slot, false)
 	s.deliver(frame, fwd, reply, func() bool { return !s.cancelled(m.ID, slot) })
 }
@@ -393,7 +401,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	if s.toServerQ == nil {
 		return finish(call, wait())
 	}
-	s.toServerQ.push(line, func() (bool, []byte) { return finish(call, wait()) })
+	_ = s.toServerQ.Push(line, func() (bool, []byte) { return finish(call, wait()) })
 	return false, nil
 }
 

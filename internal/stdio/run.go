@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 // Exit codes of `gatehouse wrap` other than the server's own code (see the
@@ -38,6 +39,9 @@ type Options struct {
 	Argv []string
 	// Session configures the gateway pipeline.
 	Session gateway.Config
+	// MaxFrameBytes is the frame limit in bytes, terminator included, in
+	// both directions; <= 0 means wire.DefaultMaxFrameBytes.
+	MaxFrameBytes int
 	// Grace is how long to wait after closing the server's stdin before
 	// SIGTERM, and after SIGTERM before SIGKILL; <= 0 means 2 seconds.
 	Grace time.Duration
@@ -92,13 +96,18 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if o.OnStart != nil {
 		o.OnStart(child.Pid())
 	}
-	sess := gateway.New(o.Session, child.Stdin(), o.Stdout)
+	// The two Conns: the client's stdin/stdout, and the server's pipes.
+	// Neither is closed through its Conn: the client's streams are the
+	// process's, and the child's pipes are closed by its shutdown.
+	client := transport.NewStream(o.Stdin, o.Stdout, o.MaxFrameBytes, nil)
+	server := transport.NewStream(child.Stdout(), child.Stdin(), o.MaxFrameBytes, nil)
+	sess := gateway.New(o.Session, client, server)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	clientDone := make(chan error, 1)
 	serverDone := make(chan error, 1)
-	go func() { clientDone <- sess.RunClient(ctx, o.Stdin) }()
-	go func() { serverDone <- sess.RunServer(ctx, child.Stdout()) }()
+	go func() { clientDone <- sess.RunClient(ctx) }()
+	go func() { serverDone <- sess.RunServer(ctx) }()
 
 	reason := ""
 	var failure error

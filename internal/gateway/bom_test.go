@@ -9,27 +9,27 @@ import (
 	"time"
 )
 
-// bomPipes runs a Session between pipes the test drives on both sides: it
+// pipes runs a Session between pipes the test drives on both sides: it
 // writes the client's and the server's streams and reads what the gateway
 // passes on to each.
-type bomPipes struct {
+type pipes struct {
 	client, server        *io.PipeWriter // what the client / the server sends
 	toClient, toServer    *bufio.Reader  // what the gateway passes on
 	closeClient, closeSrv func()
 }
 
-func newBOMPipes(t *testing.T) *bomPipes {
+func newPipes(t *testing.T, cfg Config) *pipes {
 	t.Helper()
 	cr, cw := io.Pipe()
 	gr, gw := io.Pipe()
 	sr, sw := io.Pipe()
 	or, ow := io.Pipe()
-	s := New(Config{}, sw, gw)
+	s := New(cfg, sw, gw)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = s.RunClient(ctx, cr); sw.Close() }()
 	go func() { _ = s.RunServer(ctx, or); gw.Close() }()
 	t.Cleanup(func() { cancel(); cw.Close(); ow.Close(); gr.Close(); sr.Close() })
-	return &bomPipes{client: cw, server: ow, toClient: bufio.NewReader(gr), toServer: bufio.NewReader(sr)}
+	return &pipes{client: cw, server: ow, toClient: bufio.NewReader(gr), toServer: bufio.NewReader(sr)}
 }
 
 // readLine reads one line from r within 5 s.
@@ -55,7 +55,7 @@ const bomBytes = "\xEF\xBB\xBF"
 // null. A byte order mark at the start of a later line is refused (-32700)
 // and not forwarded.
 func TestBOMAtStreamStart(t *testing.T) {
-	p := newBOMPipes(t)
+	p := newPipes(t, Config{})
 	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}` + "\n"
 	go io.WriteString(p.client, bomBytes+init)
 	if got := readLine(t, p.toServer); got != init {

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 	"github.com/gatehouse-mcp/gatehouse/internal/receipts"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
@@ -918,7 +919,10 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 						if ref.rpcPre != req.RPCIDPresent {
 							s.fail(CheckRPCIDTool, "receipts line %d: id presence differs from the decision event's projection (decision log line %d)", r.line, ref.line)
 						}
-						if !bytes.Equal(ref.rpcID, req.RPCID) {
+						// The decision log writes the id token line-safe:
+						// a string's raw controls and line breaks as \u
+						// escapes, nothing else changed.
+						if !bytes.Equal(ref.rpcID, linesafe.Append(nil, req.RPCID)) {
 							s.fail(CheckRPCIDTool, "receipts line %d: id differs from the decision event's projection (decision log line %d; type and exact text)", r.line, ref.line)
 						}
 					}

@@ -10,7 +10,8 @@ import (
 // TestLineSafeDecisionLogAccepted: request lines whose string id and tool
 // name hold raw line breaks and controls (valid JSON: only C0 must be
 // escaped in a string) get decision events that write them escaped; the
-// capture is still accepted, the id projection being the id token written
+// receipts write them escaped too; the capture is still accepted, the
+// receipt's rpc_id and the id projection being the id token written
 // line-safe.
 func TestLineSafeDecisionLogAccepted(t *testing.T) {
 	calls := []string{
@@ -21,6 +22,9 @@ func TestLineSafeDecisionLogAccepted(t *testing.T) {
 	for _, r := range []string{"\u2028", "\u2029", "\u0085", "\u009b", "\x7f"} {
 		if bytes.Contains(read(t, b.dlog), []byte(r)) {
 			t.Fatalf("decision log holds %q as it is", r)
+		}
+		if bytes.Contains(read(t, b.receipts), []byte(r)) {
+			t.Fatalf("receipts hold %q as it is", r)
 		}
 	}
 	rep := capture(t, b)

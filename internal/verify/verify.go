@@ -897,7 +897,9 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 		if r.has(fRPCIDPresent) && r.rpcIDPresent != req.RPCIDPresent {
 			s.fail(CheckRPCIDTool, "receipts line %d: rpc_id_present is %t, request_line %s an id", r.line, r.rpcIDPresent, map[bool]string{true: "has", false: "has no"}[req.RPCIDPresent])
 		}
-		if r.has(fRPCID) && !bytes.Equal(r.rpcID, req.RPCID) {
+		// The receipt writes the id token line-safe, as the decision log
+		// does.
+		if r.has(fRPCID) && !bytes.Equal(r.rpcID, linesafe.Append(nil, req.RPCID)) {
 			s.fail(CheckRPCIDTool, "receipts line %d: rpc_id is not the id token of request_line (type and exact text)", r.line)
 		}
 		// 9: the receipt against the decision event's projection.

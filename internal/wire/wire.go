@@ -3,8 +3,10 @@
 // "Transports", stdio: messages are delimited by newlines).
 //
 // A frame is the bytes of one line including its terminator, which is "\n"
-// or "\r\n" as sent; nothing is trimmed, decoded or re-encoded. There is no
-// 64 KiB scanner limit: a line may be as long as the configured maximum.
+// or "\r\n" as sent; nothing is trimmed, decoded or re-encoded, except that
+// a UTF-8 byte order mark as the very first bytes of the stream is in no
+// frame (see [Reader]). There is no 64 KiB scanner limit: a line may be as
+// long as the configured maximum.
 package wire
 
 import (

@@ -76,7 +76,9 @@ const BOM = "\xEF\xBB\xBF"
 //   - modelcontextprotocol/typescript-sdk
 //     packages/core-internal/src/shared/stdio.ts (ReadBuffer.readMessage):
 //     Buffer.toString keeps U+FEFF, JSON.parse throws a SyntaxError, and the
-//     line is skipped as non-JSON output (the request then times out);
+//     line is skipped as non-JSON output (the request then times out; seen
+//     with @modelcontextprotocol/server-everything 2026.8.31: a
+//     BOM-prefixed initialize got no answer, the ping after it did);
 //   - modelcontextprotocol/go-sdk mcp/transport.go (newIOConn): an
 //     encoding/json Decoder over the stream fails on the first byte and the
 //     connection's read loop ends;

@@ -282,7 +282,7 @@ read.`,
 					out.Latest = &ledgerCkptJSON{Origin: rep.Latest.Origin, Size: rep.Latest.Size, Root: rep.Latest.Hash.String()}
 				}
 				b, _ := jsonv2.Marshal(out)
-				if err := printJSON(stdout, append(b, '\n')); err != nil {
+				if err := printJSONLine(stdout, b); err != nil {
 					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger verify: %w", err)}
 				}
 			} else {
@@ -440,10 +440,10 @@ func newLedgerShowCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `show prints the entries that pass every filter given, in seq order: a text
 table, or with --json one entry per line: its leaf (RFC 8785 canonical JSON)
 with control characters and Unicode line breaks inside strings written as
-\u escapes, so that each entry stays one line and a terminal shows it
-as text; the same JSON value, whose RFC 8785 form is the exact leaf. The
-table shows such characters as \uXXXX too. --tool, --server and --action match the payload members tool_name,
-server_id and action; --kind and --record the entry's kind and record_id;
+\u escapes, so that each entry stays one line and a terminal shows it as
+text; the same JSON value, whose RFC 8785 form is the exact leaf. The table
+shows such characters as \uXXXX too. --tool, --server and --action match
+the payload members tool_name, server_id and action; --kind and --record the entry's kind and record_id;
 --since and --until (RFC 3339) bound its time, inclusive.
 
 --lineage ID prints the entries linked to ID in both directions: starting
@@ -774,7 +774,7 @@ Exit status: 0 the proof holds, 1 it does not (or cannot be read).`,
 			}
 			if got.Entry != nil {
 				if entryJSON {
-					if err := printJSON(stdout, append(got.Entry.Leaf(), '\n')); err != nil {
+					if err := printJSONLine(stdout, got.Entry.Leaf()); err != nil {
 						return err
 					}
 				} else {

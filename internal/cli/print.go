@@ -16,6 +16,14 @@ func printJSON(w io.Writer, b []byte) error {
 	return err
 }
 
+// printJSONLine is printJSON of b followed by LF (b itself is not
+// appended to).
+func printJSONLine(w io.Writer, b []byte) error {
+	out := linesafe.Append(make([]byte, 0, len(b)+17), b)
+	_, err := w.Write(append(out, '\n'))
+	return err
+}
+
 // shown is s for a line of text on a terminal (linesafe.Text): values that
 // come from a ledger, a proof or a policy file are shown with their
 // control and format characters escaped.

@@ -443,8 +443,9 @@ with control characters and Unicode line breaks inside strings written as
 \u escapes, so that each entry stays one line and a terminal shows it as
 text; the same JSON value, whose RFC 8785 form is the exact leaf. The table
 shows such characters as \uXXXX too. --tool, --server and --action match
-the payload members tool_name, server_id and action; --kind and --record the entry's kind and record_id;
---since and --until (RFC 3339) bound its time, inclusive.
+the payload members tool_name, server_id and action; --kind and --record
+the entry's kind and record_id; --since and --until (RFC 3339) bound its
+time, inclusive.
 
 --lineage ID prints the entries linked to ID in both directions: starting
 from any server receipt id, gateway decision id or audit event id, it follows

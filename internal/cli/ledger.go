@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
 // Exit codes of the ledger commands.
@@ -282,7 +282,9 @@ read.`,
 					out.Latest = &ledgerCkptJSON{Origin: rep.Latest.Origin, Size: rep.Latest.Size, Root: rep.Latest.Hash.String()}
 				}
 				b, _ := jsonv2.Marshal(out)
-				fmt.Fprintf(stdout, "%s\n", b)
+				if err := printJSONLine(stdout, b); err != nil {
+					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger verify: %w", err)}
+				}
 			} else {
 				ledgerPrintReport(stdout, rep, time.Since(start), keys)
 			}
@@ -308,7 +310,7 @@ read.`,
 
 func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration, keys []string) {
 	if rep.Problem != nil {
-		fmt.Fprintf(w, "FAIL ledger %s: %s\n", rep.LedgerID, rep.Problem)
+		fmt.Fprintf(w, "FAIL ledger %s: %s\n", shown(rep.LedgerID), shown(rep.Problem.String()))
 		if rep.Verified > 0 {
 			fmt.Fprintf(w, "  entries 0..%d verified before it (of %d stored); %d checkpoints verified\n", rep.Verified-1, rep.Size, rep.Checkpoints)
 		} else {
@@ -329,7 +331,7 @@ func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration, keys
 		}
 		return
 	}
-	fmt.Fprintf(w, "OK ledger %s: %d entries, chain and Merkle tree verified in %s\n", rep.LedgerID, rep.Size, took.Round(time.Millisecond))
+	fmt.Fprintf(w, "OK ledger %s: %d entries, chain and Merkle tree verified in %s\n", shown(rep.LedgerID), rep.Size, took.Round(time.Millisecond))
 	sig := "signatures checked"
 	if !rep.SignaturesChecked {
 		sig = "signatures NOT checked"
@@ -436,10 +438,14 @@ func newLedgerShowCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "show --state DSN [filters] [--json]",
 		Short: "List ledger entries, filtered, as a table or JSON lines",
 		Long: `show prints the entries that pass every filter given, in seq order: a text
-table, or with --json one entry per line (its exact leaf: RFC 8785 canonical
-JSON). --tool, --server and --action match the payload members tool_name,
-server_id and action; --kind and --record the entry's kind and record_id;
---since and --until (RFC 3339) bound its time, inclusive.
+table, or with --json one entry per line: its leaf (RFC 8785 canonical JSON)
+with control characters and Unicode line breaks inside strings written as
+\u escapes, so that each entry stays one line and a terminal shows it as
+text; the same JSON value, whose RFC 8785 form is the exact leaf. The table
+shows such characters as \uXXXX too. --tool, --server and --action match
+the payload members tool_name, server_id and action; --kind and --record
+the entry's kind and record_id; --since and --until (RFC 3339) bound its
+time, inclusive.
 
 --lineage ID prints the entries linked to ID in both directions: starting
 from any server receipt id, gateway decision id or audit event id, it follows
@@ -578,17 +584,21 @@ func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	if !f.asJSON {
 		fmt.Fprintf(w, row, "SEQ", "TIME", "KIND", "SERVER", "TOOL", "ACTION", "RECEIPT", "RECORD")
 	}
+	var line []byte // reused for each --json line
 	err = scan(func(seq int64, leaf []byte, e *ledger.Entry, pf *ledgerPayloadFields) {
 		if marked != nil && !marked[seq] || !match(e, pf) {
 			return
 		}
 		if f.asJSON {
-			w.Write(leaf)
+			// The leaf with what linesafe escapes written as escapes:
+			// the same JSON value, whose RFC 8785 form is the exact leaf.
+			line = linesafe.Append(line[:0], leaf)
+			w.Write(line)
 			w.WriteByte('\n')
 			return
 		}
 		fmt.Fprintf(w, row, strconv.FormatInt(seq, 10), e.Time.Format("2006-01-02T15:04:05.000000Z"),
-			e.Kind, ledgerCell(pf.ServerID, 24), ledgerCell(pf.ToolName, 24), ledgerCell(pf.Action, 10), ledgerCell(receiptStatus(e.Kind, pf), 8), ledgerCell(e.RecordID, 0))
+			ledgerCell(e.Kind, 0), ledgerCell(pf.ServerID, 24), ledgerCell(pf.ToolName, 24), ledgerCell(pf.Action, 10), ledgerCell(receiptStatus(e.Kind, pf), 8), ledgerCell(e.RecordID, 0))
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
@@ -615,23 +625,16 @@ func receiptStatus(kind string, f *ledgerPayloadFields) string {
 
 // ledgerCell is a table cell for a value that may come from a server (a
 // tool name, a server id, a receipt id): "-" when empty; control and
-// format characters (ANSI escapes, bidirectional overrides) written as
-// \uXXXX, so the terminal shows what is stored rather than obeying it; cut
-// to width characters with "…" when width > 0, so the columns stay
-// aligned (--json has every byte).
+// format characters (ANSI escapes, C1 controls, DEL, U+2028/U+2029,
+// bidirectional overrides) written as \uXXXX by linesafe.Text, so the
+// terminal shows what is stored rather than obeying it; cut to width
+// characters with "…" when width > 0, so the columns stay aligned (--json
+// has every value).
 func ledgerCell(s string, width int) string {
 	if s == "" {
 		return "-"
 	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			fmt.Fprintf(&b, "\\u%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	out := b.String()
+	out := shown(s)
 	if width > 0 && utf8.RuneCountInString(out) > width {
 		rs := []rune(out)
 		out = string(rs[:width-1]) + "…"
@@ -714,8 +717,7 @@ Exit status: 0 printed, 1 cannot be proved, 2 cannot be read, 64 usage.`,
 			if err != nil {
 				return &exitError{code: ledgerExitBad, err: err}
 			}
-			_, err = stdout.Write(b)
-			return err
+			return printJSON(stdout, b)
 		},
 	}
 	c.Flags().StringVar(&state, "state", "", "the ledger: a SQLite file or a postgres:// URL")
@@ -768,19 +770,21 @@ Exit status: 0 the proof holds, 1 it does not (or cannot be read).`,
 			}
 			got, err := ledger.VerifyProof(p, verifiers)
 			if err != nil {
-				fmt.Fprintf(stdout, "FAIL %v\n", err)
+				fmt.Fprintf(stdout, "FAIL %s\n", shown(err.Error()))
 				return &exitError{code: ledgerExitBad, err: fmt.Errorf("ledger verify-proof: %w", err)}
 			}
 			if got.Entry != nil {
 				if entryJSON {
-					fmt.Fprintf(stdout, "%s\n", got.Entry.Leaf())
+					if err := printJSONLine(stdout, got.Entry.Leaf()); err != nil {
+						return err
+					}
 				} else {
 					fmt.Fprintf(stdout, "OK entry %d (%s %s) is in the tree of size %d of %s, root %s, signed\n",
-						got.Entry.Seq, got.Entry.Kind, got.Entry.RecordID, got.Checkpoint.Size, got.Checkpoint.Origin, got.Checkpoint.Hash)
+						got.Entry.Seq, shown(got.Entry.Kind), shown(got.Entry.RecordID), got.Checkpoint.Size, shown(got.Checkpoint.Origin), got.Checkpoint.Hash)
 				}
 			} else {
 				fmt.Fprintf(stdout, "OK the tree of size %d of %s (root %s) extends the tree of size %d (root %s); both signed\n",
-					got.Checkpoint.Size, got.Checkpoint.Origin, got.Checkpoint.Hash, got.Old.Size, got.Old.Hash)
+					got.Checkpoint.Size, shown(got.Checkpoint.Origin), got.Checkpoint.Hash, got.Old.Size, got.Old.Hash)
 			}
 			return nil
 		},

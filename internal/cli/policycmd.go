@@ -60,7 +60,7 @@ file cannot be read, 64 usage.`,
 				rules = "rule"
 			}
 			fmt.Fprintf(stdout, "OK policy %s (%s), version %s: %d %s; default action %s\n",
-				p.Name(), args[0], p.Version(), p.RuleCount(), rules, p.DefaultAction())
+				shown(p.Name()), shown(args[0]), shown(p.Version()), p.RuleCount(), rules, p.DefaultAction())
 			warnUnnamedRole(stderr, p, role, args[0])
 			return nil
 		},

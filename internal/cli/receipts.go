@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
@@ -58,7 +59,10 @@ Exit status: 0 accepted, 1 rejected, 2 an input could not be read.`,
 				return &exitError{code: ExitVerifyUnreadable, err: err}
 			}
 			if asJSON {
-				err = rep.WriteJSON(stdout)
+				var b bytes.Buffer
+				if err = rep.WriteJSON(&b); err == nil {
+					err = printJSON(stdout, b.Bytes())
+				}
 			} else {
 				err = rep.WriteText(stdout)
 			}

@@ -2,6 +2,13 @@
 // CloudEvents 1.0 events, one compact JSON object per line, each terminated
 // by a single LF (shared/spec/request-receipts.md §7 and §5).
 //
+// Lines are line-safe (internal/linesafe): inside strings every C0 and C1
+// control, DEL, NEL, U+2028 and U+2029 is written as a \u escape, so a
+// reader that splits on any Unicode line break sees one event per line, and
+// a tool name or reason holding terminal controls cannot drive a terminal
+// that shows the log. Values are unchanged: the lines decode to the same
+// strings.
+//
 // Every event is written with a single write(2) on a file opened with
 // O_APPEND, and is never rewritten. The exact bytes written are returned to
 // the caller in [Event.Bytes] so that request receipts
@@ -22,6 +29,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
 // CloudEvents `type` values written by Gatehouse (request-receipts.md §5, §7).
@@ -180,7 +189,9 @@ func (l *Log) Path() string { return l.path }
 // Emit writes one event of the given type whose `data` is data marshalled
 // with encoding/json (HTML escaping off; json.RawMessage values keep their
 // token text, only whitespace between tokens is removed so that the line
-// stays compact). The envelope is
+// stays compact), with every control character and line break in strings
+// escaped (linesafe.Append; the decoded values are the same). The envelope
+// is
 //
 //	{"specversion":"1.0","id":<uuid v4>,"source":<source>,"type":<eventType>,
 //	 "time":<RFC 3339 UTC, nanoseconds>,"datacontenttype":"application/json","data":<data>}
@@ -259,7 +270,10 @@ func (l *Log) Encode(eventType string, data any) (Event, error) {
 		if err := enc.Encode(env); err != nil { // Encode appends exactly one LF
 			return Event{}, fmt.Errorf("decision log: marshal %s event: %w", eventType, err)
 		}
-		b = buf.Bytes()
+		// Every control and line break that encoding/json leaves in
+		// strings as it is (DEL, C1, NEL; U+2028 and U+2029 inside a
+		// json.RawMessage) escaped: the line stays one line.
+		b = linesafe.Append(make([]byte, 0, buf.Len()+16), buf.Bytes())
 	}
 	return Event{ID: id, Type: eventType, Bytes: b}, nil
 }

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
 // This file writes the events whose shape the gateway emits on every
 // tools/call without reflection. The bytes are exactly what encoding/json
-// writes for the same values with HTML escaping off (FuzzAppendEvent holds
-// the two together), so the format of the log does not depend on which
-// path wrote a line.
+// writes for the same values with HTML escaping off, passed through
+// linesafe.Append (FuzzAppendEvent holds the two together), so the format
+// of the log does not depend on which path wrote a line.
 
 // appender is implemented by event data that can append its own JSON
 // encoding; ok false means "use encoding/json" (a value the fast path does
@@ -39,7 +40,7 @@ func appendEnvelope(b []byte, id, source, eventType string, t time.Time, d appen
 	return append(b, '}', '\n'), true
 }
 
-// appendJSON appends d as encoding/json would marshal it.
+// appendJSON appends d as encoding/json would marshal it, line-safe.
 func (d ToolDecision) appendJSON(b []byte) ([]byte, bool) {
 	if !plainToken(d.RPCID) {
 		return b, false
@@ -73,7 +74,9 @@ func (d ToolDecision) appendJSON(b []byte) ([]byte, bool) {
 	if d.RPCID == nil {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, d.RPCID...)
+		// The id's token as received, its raw controls and line
+		// breaks (valid JSON may hold U+2028 or C1 in a string) escaped.
+		b = linesafe.Append(b, d.RPCID)
 	}
 	b = append(b, `,"tool_call_id":`...)
 	b = appendString(b, d.ToolCallID)
@@ -126,62 +129,7 @@ func plainToken(raw json.RawMessage) bool {
 	return false // an object, an array, or leading whitespace
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string exactly as encoding/json does
-// with HTML escaping off: '"' and '\\' escaped, \b \f \n \r \t in short
-// form, other control characters as \u00xx, invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 escaped.
-// (Not jcs.AppendString: RFC 8785 writes U+2028 and U+2029 as they are,
-// and the decision log's bytes are encoding/json's.)
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string in the decision log's form:
+// linesafe.AppendString, the bytes encoding/json writes (HTML escaping off)
+// with every control character and line break escaped.
+func appendString(b []byte, s string) []byte { return linesafe.AppendString(b, s) }

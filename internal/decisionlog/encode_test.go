@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
-// referenceEvent is what Emit wrote for every event before encode.go: the
-// envelope marshalled by encoding/json with HTML escaping off.
+// referenceEvent is what Emit writes for an event that the fast path
+// declines: the envelope marshalled by encoding/json with HTML escaping
+// off, made line-safe by linesafe.Append.
 func referenceEvent(t *testing.T, id, source, eventType string, tm time.Time, data any) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -17,7 +20,7 @@ func referenceEvent(t *testing.T, id, source, eventType string, tm time.Time, da
 	if err := enc.Encode(envelope{SpecVersion: SpecVersion, ID: id, Source: source, Type: eventType, Time: tm.Format(time.RFC3339Nano), DataContentType: DataContentType, Data: data}); err != nil {
 		t.Fatalf("reference encoding: %v", err)
 	}
-	return buf.Bytes()
+	return linesafe.Append(nil, buf.Bytes())
 }
 
 // checkSameAsReference asserts that the fast path either declines or
@@ -40,7 +43,7 @@ func checkSameAsReference(t *testing.T, d ToolDecision, wantFast bool) {
 
 func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 	full := ToolDecision{
-		Tool: "write_file", Decision: DecisionDeny, ReasonCode: "policy_rule", Reason: "role <readonly> & \"quotes\" \\ \u2028\u2029 \x00\x1f\b\f\n\r\t é 𝄞",
+		Tool: "write_file", Decision: DecisionDeny, ReasonCode: "policy_rule", Reason: "role <readonly> & \"quotes\" \\ \u2028\u2029 \x00\x1f\b\f\n\r\t é 𝄞 \x7f\u0085\u009b\x1b]0;pwned\x07",
 		MatchedRule: "readonly_agent_no_mutating_tools", PolicyName: "p", PolicyVersion: "1",
 		Shadow:       &ShadowDecision{Action: "deny", MatchedRule: "s", Reason: "would <deny>"},
 		RPCIDPresent: true, RPCID: json.RawMessage(`"a\u2028b"`), ToolCallID: "req_7", ToolCallIDStrength: StrengthWeak, ToolCallIDSource: SourceJSONRPCID,

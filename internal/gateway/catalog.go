@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 
@@ -190,28 +190,32 @@ func (c *catalog) size() int {
 	return len(c.tools)
 }
 
-// parseToolsPage reads the tools and the nextCursor of a tools/list result.
-// Tools that cannot be read (no string name) are skipped; the page itself is
-// relayed unchanged either way.
+// parseToolsPage reads the tools and the nextCursor of a tools/list result
+// with the strict decoder (mcp.ParseToolsPage): member names match exactly,
+// duplicates, names that differ from a known member only in case and known
+// members of the wrong type are refused. A definition refused is skipped,
+// so it is not catalogued and a call to it is denied as unknown_tool; a
+// result that cannot be read at all gives no tools and no cursor. The page
+// itself is relayed unchanged either way.
 func parseToolsPage(result []byte) (tools []mcp.Tool, nextCursor []byte) {
-	_ = jsonrpc.ObjectMembers(result, func(name string, v []byte) {
-		switch name {
-		case "tools":
-			var raw []json.RawMessage
-			if json.Unmarshal(v, &raw) != nil {
-				return
-			}
-			for _, r := range raw {
-				var t mcp.Tool
-				if json.Unmarshal(r, &t) == nil && t.Name != "" {
-					tools = append(tools, t)
-				}
-			}
-		case "nextCursor":
-			if len(v) > 0 && v[0] == '"' {
-				nextCursor = v
-			}
+	tools, nextCursor, _ = mcp.ParseToolsPage(result)
+	return tools, nextCursor
+}
+
+// toolsPage is parseToolsPage that also reports on the diagnostic logger
+// each definition it skipped, by index, name length and field only (a
+// name or value may carry anything: secrets, terminal controls).
+func (s *Session) toolsPage(result []byte) (tools []mcp.Tool, nextCursor []byte) {
+	tools, nextCursor, err := mcp.ParseToolsPage(result)
+	var skipped mcp.ToolErrors
+	var page *mcp.PageError
+	switch {
+	case errors.As(err, &skipped):
+		for _, e := range skipped {
+			s.log.Warn("tools/list: tool definition refused, not catalogued", "index", e.Index, "name_bytes", e.NameBytes, "field", e.Field, "reason", e.Err.Error())
 		}
-	})
+	case errors.As(err, &page):
+		s.log.Warn("tools/list: result refused, no tool catalogued", "field", page.Field, "reason", page.Err.Error())
+	}
 	return tools, nextCursor
 }

@@ -139,7 +139,7 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 					s.mu.Unlock()
 				}
 			case mcp.MethodToolsList:
-				tools, next := parseToolsPage(m.Result)
+				tools, next := s.toolsPage(m.Result)
 				s.catalog.page(tools, !p.cursor, next == nil)
 			}
 		}
@@ -297,7 +297,7 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 			s.log.Warn("tools/list refresh failed: the server answered with an error")
 			return
 		}
-		tools, next := parseToolsPage(m.Result)
+		tools, next := s.toolsPage(m.Result)
 		all = append(all, tools...)
 		if next == nil {
 			s.catalog.replace(all)

@@ -103,7 +103,10 @@ func (a Annotations) Map() map[string]any {
 }
 
 // Tool is a tool definition from a tools/list result ("Tools" page of each
-// revision). Schemas are kept as raw JSON.
+// revision). Schemas are kept as raw JSON. The gateway decodes it with
+// [ParseTool] (strict, case-sensitive), never with encoding/json, which
+// would match member names case-insensitively; the json tags are for
+// encoding.
 type Tool struct {
 	Name         string          `json:"name"`
 	Title        string          `json:"title,omitempty"`

@@ -23,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 )
@@ -230,7 +231,7 @@ func (r *Recorder) Record(line []byte, decision decisionlog.Event, rpcIDPresent 
 }
 
 // appendRecord appends one receipt (compact JSON plus LF, fields in the
-// order of request-receipts.md §3) to dst. ok is false only when line is
+// order of request-receipts.md §3, line-safe: internal/linesafe) to dst. ok is false only when line is
 // not valid UTF-8 (impossible after InspectRequest).
 func appendRecord(dst, line []byte, decision decisionlog.Event, req Request, scope string, seq int) ([]byte, bool) {
 	reqSum := sha256.Sum256(line)
@@ -278,7 +279,11 @@ func appendRecord(dst, line []byte, decision decisionlog.Event, req Request, sco
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"assertion_basis":"`+AssertionBasis+`"}`+"\n"...)
-	return b, true
+	// Line-safe, like the decision log: a raw U+2028, C1 control or DEL in
+	// the request line's strings (or in a string id) written as its \u
+	// escape, so that the receipt stays one line to any line splitter. The
+	// values, request_line's bytes among them, are unchanged.
+	return linesafe.Append(dst[:len(dst):len(dst)], b[len(dst):]), true
 }
 
 // disable stops the capture: the prefix stays, the diagnostic line is

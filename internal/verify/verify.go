@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 	"github.com/gatehouse-mcp/gatehouse/internal/receipts"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
@@ -896,7 +897,9 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 		if r.has(fRPCIDPresent) && r.rpcIDPresent != req.RPCIDPresent {
 			s.fail(CheckRPCIDTool, "receipts line %d: rpc_id_present is %t, request_line %s an id", r.line, r.rpcIDPresent, map[bool]string{true: "has", false: "has no"}[req.RPCIDPresent])
 		}
-		if r.has(fRPCID) && !bytes.Equal(r.rpcID, req.RPCID) {
+		// The receipt writes the id token line-safe, as the decision log
+		// does.
+		if r.has(fRPCID) && !bytes.Equal(r.rpcID, linesafe.Append(nil, req.RPCID)) {
 			s.fail(CheckRPCIDTool, "receipts line %d: rpc_id is not the id token of request_line (type and exact text)", r.line)
 		}
 		// 9: the receipt against the decision event's projection.
@@ -918,7 +921,10 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 						if ref.rpcPre != req.RPCIDPresent {
 							s.fail(CheckRPCIDTool, "receipts line %d: id presence differs from the decision event's projection (decision log line %d)", r.line, ref.line)
 						}
-						if !bytes.Equal(ref.rpcID, req.RPCID) {
+						// The decision log writes the id token line-safe:
+						// a string's raw controls and line breaks as \u
+						// escapes, nothing else changed.
+						if !bytes.Equal(ref.rpcID, linesafe.Append(nil, req.RPCID)) {
 							s.fail(CheckRPCIDTool, "receipts line %d: id differs from the decision event's projection (decision log line %d; type and exact text)", r.line, ref.line)
 						}
 					}

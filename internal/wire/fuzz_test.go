@@ -72,6 +72,8 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte("\x00\x00\n\x00\x00\x00\n"), uint32(131071), uint16(65535), uint16(1000))
 	f.Add([]byte("\x00\x00\x00"), uint32(100000), uint16(65535), uint16(0))
 	f.Add([]byte("\x00\x00\n{}\n"), uint32(99999), uint16(65535), uint16(0)) // the limit is crossed by the line's last chunk
+	f.Add([]byte(bom+"{}\n"+bom+"{}\n"), uint32(1024), uint16(0), uint16(1)) // a byte order mark at the start and mid-stream
+	f.Add([]byte(bom), uint32(1), uint16(0), uint16(2))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint32, rep uint16, chunk uint16) {
 		in := expand(data, int(rep))
 		lim := int(limit%(1<<18)) + 1
@@ -115,7 +117,12 @@ func FuzzReadFrame(f *testing.F) {
 		}
 		var want []byte
 		var wantSizes []int64
-		for _, l := range splitLines(in) {
+		// A byte order mark at the very start of the stream is in no
+		// frame; anywhere else it is data.
+		if r.SkippedBOM() != bytes.HasPrefix(in, []byte(bom)) {
+			t.Fatalf("SkippedBOM() = %v for input starting %q", r.SkippedBOM(), clip(in[:min(len(in), 3)]))
+		}
+		for _, l := range splitLines(bytes.TrimPrefix(in, []byte(bom))) {
 			if len(l) > lim {
 				wantSizes = append(wantSizes, int64(len(l)))
 				want = append(want, 0xFF)

@@ -3,8 +3,10 @@
 // "Transports", stdio: messages are delimited by newlines).
 //
 // A frame is the bytes of one line including its terminator, which is "\n"
-// or "\r\n" as sent; nothing is trimmed, decoded or re-encoded. There is no
-// 64 KiB scanner limit: a line may be as long as the configured maximum.
+// or "\r\n" as sent; nothing is trimmed, decoded or re-encoded, except that
+// a UTF-8 byte order mark as the very first bytes of the stream is in no
+// frame (see [Reader]). There is no 64 KiB scanner limit: a line may be as
+// long as the configured maximum.
 package wire
 
 import (
@@ -54,11 +56,50 @@ var ErrFrameTooLarge = errors.New("frame exceeds the limit")
 // Is makes errors.Is(err, ErrFrameTooLarge) true.
 func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
 
+// BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+const BOM = "\xEF\xBB\xBF"
+
 // Reader reads frames from a byte stream. It is not safe for concurrent use.
+//
+// A UTF-8 byte order mark (EF BB BF) as the very first bytes of the stream
+// is not part of any frame: it is skipped, and the first frame is the rest
+// of the first line (RFC 8259 §8.1 lets a parser ignore it; MCP stdio
+// messages are UTF-8 JSON, which must not carry one). Only the start of the
+// stream is special: a byte order mark at the start of any later line, or
+// anywhere inside one, is part of that frame as received, and the strict
+// parse refuses it.
+//
+// Why skip it rather than pass it on: the official SDKs' stdio transports
+// cannot read a line that starts with one, so a frame forwarded with it
+// would be lost at the peer. Read (not copied), at their snapshots of
+// August 2026:
+//   - modelcontextprotocol/typescript-sdk
+//     packages/core-internal/src/shared/stdio.ts (ReadBuffer.readMessage):
+//     Buffer.toString keeps U+FEFF, JSON.parse throws a SyntaxError, and the
+//     line is skipped as non-JSON output (the request then times out; seen
+//     with @modelcontextprotocol/server-everything 2026.8.31: a
+//     BOM-prefixed initialize got no answer, the ping after it did);
+//   - modelcontextprotocol/go-sdk mcp/transport.go (newIOConn): an
+//     encoding/json Decoder over the stream fails on the first byte and the
+//     connection's read loop ends;
+//   - modelcontextprotocol/python-sdk src/mcp/server/stdio.py and
+//     src/mcp/client/stdio.py: lines are decoded as "utf-8" (not
+//     "utf-8-sig"), so U+FEFF stays, pydantic's validate_json raises, and
+//     the exception is passed to the session, which logs it and answers
+//     nothing.
+//
+// The Rust SDK (rmcp 1.7, modelcontextprotocol/rust-sdk pull request 833)
+// strips a leading byte order mark, and typescript-sdk pull requests 2790
+// and 2796 (open) propose the same. So with Gatehouse in between, every peer
+// reads the first frame exactly as Gatehouse parsed and decided it: without
+// the mark.
 type Reader struct {
 	br    *bufio.Reader
 	limit int
 	buf   []byte
+	// started is set once the first bytes of the stream have been looked
+	// at for a byte order mark; bom when one was skipped.
+	started, bom bool
 }
 
 // NewReader returns a Reader over r that accepts frames of at most maxFrame
@@ -72,6 +113,24 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 
 // Limit returns the maximum frame size in bytes.
 func (r *Reader) Limit() int { return r.limit }
+
+// SkippedBOM reports whether the stream started with a UTF-8 byte order
+// mark, which ReadFrame skipped (it is in no frame).
+func (r *Reader) SkippedBOM() bool { return r.bom }
+
+// skipBOM drops a byte order mark from the start of line when line is the
+// first thing read from the stream.
+func (r *Reader) skipBOM(line []byte) []byte {
+	if r.started || len(line) == 0 {
+		return line
+	}
+	r.started = true
+	if bytes.HasPrefix(line, []byte(BOM)) {
+		r.bom = true
+		return line[len(BOM):]
+	}
+	return line
+}
 
 // DropFrame lets go of the last frame ReadFrame returned, so that the
 // memory of a long one can be freed before the next ReadFrame (which would
@@ -99,11 +158,16 @@ func (r *Reader) HasFrame() bool {
 // error, and the next call returns io.EOF. A line longer than the limit is
 // discarded to its LF and reported as *FrameTooLargeError; the Reader stays
 // usable. Other errors are those of the underlying reader.
+//
+// A byte order mark at the very start of the stream is skipped (see
+// [Reader]): it counts toward no frame and no limit. A stream that holds
+// only a byte order mark has no frame.
 func (r *Reader) ReadFrame() ([]byte, error) {
 	// The previous long frame's buffer is not kept: one big frame must not
 	// pin its memory for the rest of the session.
 	r.buf = nil
 	line, err := r.br.ReadSlice('\n')
+	line = r.skipBOM(line)
 	if err == nil {
 		if len(line) > r.limit {
 			return nil, r.tooLarge(line, int64(len(line)), true)

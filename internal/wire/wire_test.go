@@ -110,6 +110,23 @@ func TestReaderFrames(t *testing.T) {
 		{"large: oversized, then a long frame", large, line(large+1) + line(large), []step{big(large + 1), frame(line(large)), eof}},
 		{"large: long frames in a row", large, line(large) + line(readChunk+1) + line(2), []step{frame(line(large)), frame(line(readChunk + 1)), frame(line(2)), eof}},
 		{"large: oversized lines in a row", large, line(large+1) + line(large+2) + line(5), []step{big(large + 1), big(large + 2), frame(line(5)), eof}},
+
+		// A UTF-8 byte order mark at the very start of the stream is in no
+		// frame and counts toward no limit; anywhere else it is kept.
+		{"BOM at the start is skipped", small, bom + "{}\n{\"a\":1}\n", []step{frame("{}\n"), frame("{\"a\":1}\n"), eof}},
+		{"BOM at the start, CRLF", small, bom + "{}\r\n", []step{frame("{}\r\n"), eof}},
+		{"BOM at the start, no LF", small, bom + "{}", []step{frame("{}"), eof}},
+		{"only a BOM", small, bom, []step{eof, eof}},
+		{"BOM then an empty line", small, bom + "\n{}\n", []step{frame("\n"), frame("{}\n"), eof}},
+		{"BOM at the start of a later line is kept", small, "{}\n" + bom + "{}\n", []step{frame("{}\n"), frame(bom + "{}\n"), eof}},
+		{"BOM after an empty first line is kept", small, "\n" + bom + "{}\n", []step{frame("\n"), frame(bom + "{}\n"), eof}},
+		{"only the first of two BOMs is skipped", small, bom + bom + "{}\n", []step{frame(bom + "{}\n"), eof}},
+		{"BOM inside the first line is kept", small, "{\"a\":\"" + bom + "\"}\n", []step{frame("{\"a\":\"" + bom + "\"}\n"), eof}},
+		{"half a BOM is kept", small, "\xEF\xBB{}\n", []step{frame("\xEF\xBB{}\n"), eof}},
+		{"small: BOM and exactly the limit", small, bom + line(small), []step{frame(line(small)), eof}},
+		{"small: BOM and limit+1", small, bom + line(small+1) + "{}\n", []step{big(small + 1), frame("{}\n"), eof}},
+		{"large: BOM and exactly the limit", large, bom + line(large) + "{}\n", []step{frame(line(large)), frame("{}\n"), eof}},
+		{"large: BOM and limit+1", large, bom + line(large+1) + "{}\n", []step{big(large + 1), frame("{}\n"), eof}},
 	}
 	readers := []struct {
 		name string
@@ -445,3 +462,7 @@ func TestHasFrame(t *testing.T) {
 		t.Error("HasFrame true at end of input")
 	}
 }
+
+// bom is a UTF-8 byte order mark, spelt out (not wire.BOM) so that the
+// tests say what they expect.
+const bom = "\xEF\xBB\xBF"

@@ -11,6 +11,10 @@
 // TOOL with that decision and none for TOOL with another decision. A line
 // that is not a JSON object, or an unmet expectation, makes logview exit 1
 // after printing the table; usage errors exit 2.
+//
+// Strings are shown with their control and format characters (and tabs)
+// escaped as \uXXXX (internal/linesafe.Text): a tool name from a server
+// cannot drive the terminal or break the table.
 package main
 
 import (
@@ -25,6 +29,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
 // Event types written by gatehouse wrap.
@@ -141,11 +147,23 @@ func view(r io.Reader, w io.Writer, exp expectations) error {
 }
 
 func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
+	// Every string shown comes from the log, and through it from the
+	// client and the server (tool names, ids, reasons): its control and
+	// format characters are shown escaped (linesafe.Text), and a tab, which
+	// would shift the table's columns, is one of them.
+	ev.Type, ev.Time = linesafe.Text(ev.Type), linesafe.Text(ev.Time)
+	d := &ev.Data
+	for _, p := range []*string{&d.Tool, &d.Decision, &d.MatchedRule, &d.Reason, &d.ReasonCode, &d.ToolCallID, &d.ToolCallIDStrength, &d.PolicyName} {
+		*p = linesafe.Text(*p)
+	}
+	if d.Shadow != nil {
+		d.Shadow.Action, d.Shadow.MatchedRule = linesafe.Text(d.Shadow.Action), linesafe.Text(d.Shadow.MatchedRule)
+	}
+	d.RPCID = json.RawMessage(linesafe.Text(string(d.RPCID)))
 	ts := ev.Time
 	if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil {
 		ts = t.UTC().Format("15:04:05.000")
 	}
-	d := ev.Data
 	switch ev.Type {
 	case typeDecision:
 		id := "-"
@@ -179,7 +197,7 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 			ExitCode *int   `json:"exit_code"`
 		}
 		_ = json.Unmarshal(raw["data"], &data)
-		what := orDash(data.Reason)
+		what := orDash(linesafe.Text(data.Reason))
 		if data.ExitCode != nil {
 			what += fmt.Sprintf(", server exit code %d", *data.ExitCode)
 		}
@@ -194,9 +212,9 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 		_ = json.Unmarshal(raw["data"], &data)
 		id := "-"
 		if len(data.RPCID) > 0 && string(data.RPCID) != "null" {
-			id = string(data.RPCID)
+			id = linesafe.Text(string(data.RPCID))
 		}
-		what := "from " + orDash(data.Direction) + ": " + orDash(data.Reason)
+		what := "from " + orDash(linesafe.Text(data.Direction)) + ": " + orDash(linesafe.Text(data.Reason))
 		if data.Code != 0 {
 			what += fmt.Sprintf(" (%d)", data.Code)
 		}

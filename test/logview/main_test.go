@@ -73,3 +73,26 @@ func TestView(t *testing.T) {
 		})
 	}
 }
+
+// TestViewEscapesControls: a decision log written line-safe (controls and
+// line separators as \u escapes) is read, and the table shows a hostile
+// tool name and reason escaped: no control character, line separator or
+// tab reaches the terminal, and -expect still matches the decoded name.
+func TestViewEscapesControls(t *testing.T) {
+	const log = `{"specversion":"1.0","id":"b","source":"gatehouse://t","type":"gatehouse.tool.decision.v1","time":"2026-11-30T09:41:54.5Z","data":{"tool":"x\u001b]0;pwned\u0007","decision":"deny","matched_rule":"r\u0085","reason":"a\u2028b\u2029c\u009b31m\u007f\td","rpc_id_present":true,"rpc_id":"\u2028","tool_call_id":"req_\u001b","tool_call_id_strength":"weak"}}` + "\n"
+	var out bytes.Buffer
+	if err := view(strings.NewReader(log), &out, expectations{"x\x1b]0;pwned\x07": "deny"}); err != nil {
+		t.Fatalf("view: %v", err)
+	}
+	got := out.String()
+	for _, r := range got {
+		if r < 0x20 && r != '\n' && r != ' ' || 0x7f <= r && r <= 0x9f || r == '\u2028' || r == '\u2029' {
+			t.Fatalf("table holds U+%04X as it is:\n%q", r, got)
+		}
+	}
+	for _, want := range []string{`x\u001b]0;pwned\u0007`, `r\u0085`, `a\u2028b\u2029c\u009b31m\u007f\u0009d`, `"\u2028"`, `req_\u001b`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %s:\n%s", want, got)
+		}
+	}
+}

@@ -10,26 +10,41 @@ import (
 )
 
 // ToolIntent is a tool's normalized metadata (evidence.md §4): what it may
-// do, taken field by field from the strongest source available
-// ([Normalize]). Values are in the draft's vocabularies; slices are in
-// vocabulary order for derived values, in the source's order otherwise.
+// do, merged field by field over every source that declares the field,
+// toward the more dangerous value ([Normalize]). Values are in the draft's
+// vocabularies.
 type ToolIntent struct {
-	// DeclaredSideEffects: subset of [Effects]; nil when unknown.
+	// DeclaredSideEffects: subset of [Effects], the union over the
+	// sources that declare it; nil when unknown.
 	DeclaredSideEffects []string `json:"declared_side_effects"`
-	// SideEffect: one of [SideEffects]; "destructive" when unknown (the MCP
-	// default for an unannotated tool).
+	// SideEffect: one of [SideEffects], the most dangerous a source
+	// declares; "destructive" when unknown (the MCP default for an
+	// unannotated tool).
 	SideEffect string `json:"side_effect"`
-	// Externality: one of [Externalities]; "external" when unknown (the
-	// MCP openWorldHint default).
+	// Externality: one of [Externalities], the widest a source declares;
+	// "external" when unknown (the MCP openWorldHint default).
 	Externality string `json:"externality"`
 	// DataClasses: open vocabulary (internal, pii, secrets, financial,
-	// source_code, ...); nil when unknown.
+	// source_code, ...), the union over the sources that declare it; nil
+	// when unknown.
 	DataClasses []string `json:"data_classes"`
-	// RequiredScopes: nil when unknown.
+	// RequiredScopes: the union over the sources that declare it; nil when
+	// unknown.
 	RequiredScopes []string `json:"required_scopes"`
 	// Sources maps each of the five field names (the Field constants) to
-	// the Source it came from.
+	// the Source its value came from: the strongest source that declares
+	// the value taken (for a list, the strongest source that declares the
+	// field), [SourceUnknown] when none does.
 	Sources map[string]string `json:"sources"`
+	// Conflicts maps each field on which the sources disagree (see
+	// [Normalize]) to the weaker side of the disagreement, the source
+	// whose weight the field takes in [Confidence]. Nil when the sources
+	// agree on every field; [ToolIntent.Warnings] names these fields.
+	Conflicts map[string]string `json:"conflicts,omitempty"`
+
+	// claims are the tool-level sources' claims, strongest first, kept so
+	// that WithReceipt can merge a receipt over them.
+	claims []claim
 }
 
 // The five normalized fields, as named in ToolIntent.Sources.
@@ -55,6 +70,10 @@ const (
 	SourceUnknown         = "unknown"          // 0: nothing said; default value
 )
 
+// IntentSources are the sources of a normalized field, strongest first. Do
+// not modify.
+var IntentSources = []string{SourceVerifiedReceipt, SourceUnsignedReceipt, SourceMeta, SourceAnnotation, SourceHeuristic, SourceUnknown}
+
 // SourceWeights are the weights of [Confidence] per source. Do not modify.
 var SourceWeights = map[string]float64{
 	SourceVerifiedReceipt: 1.0,
@@ -64,6 +83,10 @@ var SourceWeights = map[string]float64{
 	SourceHeuristic:       0.5,
 	SourceUnknown:         0,
 }
+
+// WarningMetadataConflict prefixes the warning of a field on which the
+// sources disagree: "metadata_conflict:side_effect" (evidence.md §4).
+const WarningMetadataConflict = "metadata_conflict:"
 
 // IntentInput is everything [Normalize] may draw on. Every field may be
 // zero.
@@ -84,9 +107,36 @@ type IntentInput struct {
 	Tool *mcp.Tool
 }
 
-// Normalize returns the tool's intent, each of the five fields from the
-// first source that provides it (evidence.md §4; docs/evidence.md, "Tool
-// metadata normalization"):
+// claim is what one source says of the five fields: a nil slice or an
+// empty string declares nothing. sides holds the source's side_effect
+// values: its own and the one its effects imply (sideEffectOfEffects),
+// when they differ.
+type claim struct {
+	source          string
+	effects         []string
+	sides           []string
+	classes, scopes []string
+	ext             string
+}
+
+// newClaim is the claim of a receipt or declaration (its slices copied):
+// side_effect as declared, and also the one the declared effects imply, so that a source
+// that says it writes is mutating even when its side_effect is absent or
+// says read_only.
+func newClaim(source string, effects []string, side string, classes []string, ext string, scopes []string) claim {
+	c := claim{source: source, effects: slices.Clone(effects), classes: slices.Clone(classes), ext: ext, scopes: slices.Clone(scopes)}
+	if side != "" {
+		c.sides = append(c.sides, side)
+	}
+	if implied := sideEffectOfEffects(effects); implied != "" && implied != side {
+		c.sides = append(c.sides, implied)
+	}
+	return c
+}
+
+// Normalize returns the tool's intent (evidence.md §4; docs/evidence.md,
+// "Tool metadata normalization"). Each source makes a claim on some of
+// the five fields:
 //
 //  1. the receipt, verified or unsigned (see [IntentInput]): a field present
 //     and valid in it;
@@ -104,18 +154,73 @@ type IntentInput struct {
 //     side_effect from the effects, externality "external" from network,
 //     share or message effects or web/e-mail words, data_classes from
 //     name and property words. They never give required_scopes or
-//     externality "internal";
-//  5. otherwise the field is unknown: side_effect "destructive" and
-//     externality "external" (the MCP defaults), the slices nil.
+//     externality "internal".
+//
+// A receipt or declaration that declares effects also claims the
+// side_effect they imply (delete: destructive; write, execute, share,
+// export, message: mutating; read, network: read_only) besides the one it
+// declares, if any.
+//
+// The claims are merged toward the more dangerous value (choice of
+// December 2026): side_effect is the most dangerous claimed (read_only <
+// mutating < destructive), externality the widest (internal < external <
+// third_party, the vocabulary's order), and declared_side_effects,
+// data_classes and required_scopes the union of the claimed lists (the
+// strongest source's items first, each in its source's order). A field no
+// source claims is unknown: side_effect "destructive" and externality
+// "external" (the MCP defaults), the slices nil.
+//
+// A source disagrees on side_effect or externality when it claims another
+// value than the one taken, and on a list when it names an item that no
+// stronger source claiming the list names (a list is what a source knows
+// the tool does at least; naming less is not a disagreement). Conflicts
+// names, per field, the weaker side of the disagreement: the weakest
+// source that disagrees, or the value's own source when that is weaker
+// (for a list, the weakest source that named a new item). In [Confidence]
+// the field weighs what that source weighs, and [ToolIntent.Warnings]
+// names the field.
 //
 // Slices are copies. Normalize is pure and never fails.
 //
-// The receipt only ever overrides fields, so Normalize(in) is
-// Normalize(in without its receipt).WithReceipt(in.Receipt,
+// Normalize(in) is Normalize(in without its receipt).WithReceipt(in.Receipt,
 // in.ReceiptStatus): a caller may compute the part that depends only on the
-// tool once per tool definition ([ToolIntent.WithReceipt]).
+// tool once per tool definition ([ToolIntent.WithReceipt], [ToolIntentOf]).
 func Normalize(in IntentInput) ToolIntent {
 	return normalizeTool(in.Declaration, in.Tool).WithReceipt(in.Receipt, in.ReceiptStatus)
+}
+
+// ToolIntentOf returns the intent of a listed tool definition without a
+// receipt: [Normalize] of its _meta declaration ([FindToolDeclaration] and
+// [ParseDeclaration] over tool.Meta; the valid fields of a declaration
+// with problems count, one that is not an object does not) and of tool
+// itself. A nil tool is an unknown one (every field unknown).
+func ToolIntentOf(tool *mcp.Tool) ToolIntent {
+	if tool == nil {
+		return normalizeTool(nil, nil)
+	}
+	var decl *ToolDeclaration
+	if len(tool.Meta) > 0 {
+		obj := append(append([]byte(`{"_meta":`), tool.Meta...), '}')
+		if raw, ok := FindToolDeclaration(obj); ok {
+			if d, _, err := ParseDeclaration(raw); err == nil {
+				decl = d
+			}
+		}
+	}
+	return normalizeTool(decl, tool)
+}
+
+// Warnings returns a "metadata_conflict:<field>" warning
+// ([WarningMetadataConflict]) for each field in Conflicts, in
+// [IntentFields] order; nil when there is none.
+func (it ToolIntent) Warnings() []string {
+	var out []string
+	for _, f := range IntentFields {
+		if _, ok := it.Conflicts[f]; ok {
+			out = append(out, WarningMetadataConflict+f)
+		}
+	}
+	return out
 }
 
 // receiptSource is the Source of receipt r with status, or "" when
@@ -134,77 +239,70 @@ func receiptSource(r *ServerReceipt, status Status) string {
 }
 
 // WithReceipt returns the intent [Normalize] gives when receipt r with
-// status is added to the input that gave it: each field r provides (a
-// slice present, a string non-empty) from r with source verified_receipt
-// or unsigned_receipt, every other field and its source as in it. When
+// status is added to the input that gave it: r's claim, the strongest,
+// merged with the tool-level claims as Normalize merges them. When
 // Normalize ignores r (nil, synthesized by the gateway, status tampered or
-// empty) the result is it itself, sharing its Sources map and slices;
-// otherwise it is a new intent whose map and slices are copies. it is never
-// modified.
+// empty) the result is it itself, sharing its maps and slices; otherwise it
+// is a new intent whose maps and slices are its own. it is never modified.
+//
+// An intent not made by Normalize (a literal) stands for one claim per
+// source named in its Sources, with the values of the fields of that
+// source.
 func (it ToolIntent) WithReceipt(r *ServerReceipt, status Status) ToolIntent {
 	source := receiptSource(r, status)
 	if source == "" {
 		return it
 	}
-	out := ToolIntent{
-		DeclaredSideEffects: slices.Clone(it.DeclaredSideEffects),
-		SideEffect:          it.SideEffect,
-		Externality:         it.Externality,
-		DataClasses:         slices.Clone(it.DataClasses),
-		RequiredScopes:      slices.Clone(it.RequiredScopes),
-		Sources:             make(map[string]string, len(IntentFields)),
+	rc := newClaim(source, r.DeclaredSideEffects, r.SideEffect, r.DataClasses, r.Externality, r.RequiredScopes)
+	return merge(append([]claim{rc}, it.toolClaims()...))
+}
+
+// toolClaims returns the claims it was merged from, or, for a literal
+// intent, claims rebuilt from its fields and Sources.
+func (it ToolIntent) toolClaims() []claim {
+	if it.claims != nil {
+		return it.claims
 	}
-	for k, v := range it.Sources {
-		out.Sources[k] = v
-	}
-	if r.DeclaredSideEffects != nil {
-		out.DeclaredSideEffects, out.Sources[FieldDeclaredSideEffects] = slices.Clone(r.DeclaredSideEffects), source
-	}
-	if r.SideEffect != "" {
-		out.SideEffect, out.Sources[FieldSideEffect] = r.SideEffect, source
-	}
-	if r.DataClasses != nil {
-		out.DataClasses, out.Sources[FieldDataClasses] = slices.Clone(r.DataClasses), source
-	}
-	if r.Externality != "" {
-		out.Externality, out.Sources[FieldExternality] = r.Externality, source
-	}
-	if r.RequiredScopes != nil {
-		out.RequiredScopes, out.Sources[FieldRequiredScopes] = slices.Clone(r.RequiredScopes), source
+	var out []claim
+	for _, s := range IntentSources {
+		if s == SourceUnknown {
+			continue
+		}
+		c := claim{source: s}
+		found := false
+		for _, f := range IntentFields {
+			if it.Sources[f] != s {
+				continue
+			}
+			found = true
+			switch f {
+			case FieldDeclaredSideEffects:
+				c.effects = it.DeclaredSideEffects
+			case FieldSideEffect:
+				if it.SideEffect != "" {
+					c.sides = []string{it.SideEffect}
+				}
+			case FieldDataClasses:
+				c.classes = it.DataClasses
+			case FieldExternality:
+				c.ext = it.Externality
+			case FieldRequiredScopes:
+				c.scopes = it.RequiredScopes
+			}
+		}
+		if found {
+			out = append(out, c)
+		}
 	}
 	return out
 }
 
-// normalizeTool is Normalize without a receipt: sources 2 to 5.
+// normalizeTool is Normalize without a receipt: the declaration, the
+// annotations and the heuristics.
 func normalizeTool(decl *ToolDeclaration, tool *mcp.Tool) ToolIntent {
-	it := ToolIntent{Sources: make(map[string]string, len(IntentFields))}
-	set := func(field, source string) bool {
-		if _, done := it.Sources[field]; done {
-			return false
-		}
-		it.Sources[field] = source
-		return true
-	}
-	fromIntent := func(source string, effects []string, side string, classes []string, ext string, scopes []string) {
-		if effects != nil && set(FieldDeclaredSideEffects, source) {
-			it.DeclaredSideEffects = slices.Clone(effects)
-		}
-		if side != "" && set(FieldSideEffect, source) {
-			it.SideEffect = side
-		}
-		if classes != nil && set(FieldDataClasses, source) {
-			it.DataClasses = slices.Clone(classes)
-		}
-		if ext != "" && set(FieldExternality, source) {
-			it.Externality = ext
-		}
-		if scopes != nil && set(FieldRequiredScopes, source) {
-			it.RequiredScopes = slices.Clone(scopes)
-		}
-	}
-
+	claims := make([]claim, 0, 3)
 	if d := decl; d != nil {
-		fromIntent(SourceMeta, d.DeclaredSideEffects, d.SideEffect, d.DataClasses, d.Externality, d.RequiredScopes)
+		claims = append(claims, newClaim(SourceMeta, d.DeclaredSideEffects, d.SideEffect, d.DataClasses, d.Externality, d.RequiredScopes))
 	}
 	if t := tool; t != nil {
 		a := t.Annotations
@@ -214,25 +312,101 @@ func normalizeTool(decl *ToolDeclaration, tool *mcp.Tool) ToolIntent {
 			if a.OpenWorldHint != nil && !*a.OpenWorldHint {
 				ext = "internal"
 			}
-			fromIntent(SourceAnnotation, effectsOfSideEffect(side), side, nil, ext, nil)
+			claims = append(claims, claim{source: SourceAnnotation, effects: effectsOfSideEffect(side), sides: []string{side}, ext: ext})
 		}
 		h := heuristics(t)
-		fromIntent(SourceHeuristic, h.effects, h.sideEffect, h.dataClasses, h.externality, nil)
+		hc := claim{source: SourceHeuristic, effects: h.effects, classes: h.dataClasses, ext: h.externality}
+		if h.sideEffect != "" {
+			hc.sides = []string{h.sideEffect}
+		}
+		claims = append(claims, hc)
 	}
-	if set(FieldDeclaredSideEffects, SourceUnknown) {
-		it.DeclaredSideEffects = nil
+	return merge(claims)
+}
+
+// merge merges claims, strongest first, as Normalize documents. The result
+// keeps claims (which it does not copy: they are never modified).
+func merge(claims []claim) ToolIntent {
+	it := ToolIntent{Sources: make(map[string]string, len(IntentFields)), claims: claims}
+	conflict := func(field, source string) {
+		if it.Conflicts == nil {
+			it.Conflicts = make(map[string]string, len(IntentFields))
+		}
+		it.Conflicts[field] = source
 	}
-	if set(FieldSideEffect, SourceUnknown) {
+	// The ordered fields: the highest rank wins, from the strongest
+	// source that claims it; a claim of another value disagrees with it.
+	ordered := func(field string, vocab []string, values func(claim) []string) (string, string) {
+		best, from := "", SourceUnknown
+		for _, c := range claims {
+			for _, v := range values(c) {
+				// The parsers keep to the vocabulary; a literal intent
+				// may not (Index -1 never wins).
+				if r := slices.Index(vocab, v); r >= 0 && (best == "" || r > slices.Index(vocab, best)) {
+					best, from = v, c.source
+				}
+			}
+		}
+		dissent := ""
+		for _, c := range claims {
+			if slices.ContainsFunc(values(c), func(v string) bool { return v != best && slices.Contains(vocab, v) }) {
+				dissent = c.source // the last is the weakest
+			}
+		}
+		if dissent != "" {
+			// The weaker side of the disagreement: the dissenter, or
+			// the value's own source when that is weaker.
+			if SourceWeights[from] < SourceWeights[dissent] {
+				dissent = from
+			}
+			conflict(field, dissent)
+		}
+		return best, from
+	}
+	// The lists: the union; a source naming a new item after a stronger
+	// source claimed the list disagrees with it.
+	union := func(field string, values func(claim) []string) ([]string, string) {
+		var out []string
+		from, claimed := SourceUnknown, false
+		for _, c := range claims {
+			vs := values(c)
+			if vs == nil {
+				continue
+			}
+			if !claimed {
+				out, from, claimed = make([]string, 0, len(vs)), c.source, true
+			} else if slices.ContainsFunc(vs, func(v string) bool { return !slices.Contains(out, v) }) {
+				conflict(field, c.source)
+			}
+			for _, v := range vs {
+				if !slices.Contains(out, v) {
+					out = append(out, v)
+				}
+			}
+		}
+		return out, from
+	}
+	var from string
+	it.DeclaredSideEffects, from = union(FieldDeclaredSideEffects, func(c claim) []string { return c.effects })
+	it.Sources[FieldDeclaredSideEffects] = from
+	it.SideEffect, from = ordered(FieldSideEffect, SideEffects, func(c claim) []string { return c.sides })
+	it.Sources[FieldSideEffect] = from
+	it.DataClasses, from = union(FieldDataClasses, func(c claim) []string { return c.classes })
+	it.Sources[FieldDataClasses] = from
+	it.Externality, from = ordered(FieldExternality, Externalities, func(c claim) []string {
+		if c.ext == "" {
+			return nil
+		}
+		return []string{c.ext}
+	})
+	it.Sources[FieldExternality] = from
+	it.RequiredScopes, from = union(FieldRequiredScopes, func(c claim) []string { return c.scopes })
+	it.Sources[FieldRequiredScopes] = from
+	if it.SideEffect == "" {
 		it.SideEffect = mcp.SideEffectDestructive
 	}
-	if set(FieldDataClasses, SourceUnknown) {
-		it.DataClasses = nil
-	}
-	if set(FieldExternality, SourceUnknown) {
+	if it.Externality == "" {
 		it.Externality = "external"
-	}
-	if set(FieldRequiredScopes, SourceUnknown) {
-		it.RequiredScopes = nil
 	}
 	return it
 }
@@ -241,16 +415,23 @@ func normalizeTool(decl *ToolDeclaration, tool *mcp.Tool) ToolIntent {
 const ConflictPenalty = 0.1
 
 // Confidence returns the metadata_confidence of intent (evidence.md §4):
-// the mean over the five fields of [SourceWeights] of each field's source
-// (a missing or unrecognized source weighs 0), minus [ConflictPenalty] per
-// conflict (negative counts are 0), clamped to [0, 1] and rounded to two
-// decimals. For example all five from a verified receipt with one conflict
+// the mean over the five fields of each field's weight, minus
+// [ConflictPenalty] per receipt conflict (negative counts are 0), clamped
+// to [0, 1] and rounded to two decimals. A field's weight is the
+// [SourceWeights] of its source, or of the source its Conflicts entry
+// names when that weighs less (a missing or unrecognized source weighs
+// 0). For example all five from a verified receipt with one conflict
 // gives 0.9; side_effect and externality from annotations and the rest
-// unknown gives 0.3.
+// unknown gives 0.3; all five from a declaration except side_effect,
+// where the annotations disagree, gives 0.83.
 func Confidence(intent ToolIntent, conflicts int) float64 {
 	sum := 0.0
 	for _, f := range IntentFields {
-		sum += SourceWeights[intent.Sources[f]]
+		w := SourceWeights[intent.Sources[f]]
+		if s, ok := intent.Conflicts[f]; ok {
+			w = math.Min(w, SourceWeights[s])
+		}
+		sum += w
 	}
 	c := sum / float64(len(IntentFields))
 	if conflicts > 0 {
@@ -269,6 +450,23 @@ func effectsOfSideEffect(side string) []string {
 		return []string{"write"}
 	}
 	return []string{"write", "delete"}
+}
+
+// sideEffectOfEffects is the side_effect that declared effects imply:
+// destructive with delete; else mutating with write, execute, share,
+// export or message; else read_only with read or network; "" otherwise
+// (no effects, or none of the vocabulary).
+func sideEffectOfEffects(effects []string) string {
+	has := func(e string) bool { return slices.Contains(effects, e) }
+	switch {
+	case has("delete"):
+		return mcp.SideEffectDestructive
+	case has("write") || has("execute") || has("share") || has("export") || has("message"):
+		return mcp.SideEffectMutating
+	case has("read") || has("network"):
+		return mcp.SideEffectReadOnly
+	}
+	return ""
 }
 
 // Heuristic word tables (docs/evidence.md lists them). Words are matched
@@ -320,14 +518,7 @@ func heuristics(t *mcp.Tool) heuristic {
 		}
 	}
 	has := func(e string) bool { return slices.Contains(h.effects, e) }
-	switch {
-	case has("delete"):
-		h.sideEffect = mcp.SideEffectDestructive
-	case has("write") || has("execute") || has("share") || has("export") || has("message"):
-		h.sideEffect = mcp.SideEffectMutating
-	case has("read") || has("network"):
-		h.sideEffect = mcp.SideEffectReadOnly
-	}
+	h.sideEffect = sideEffectOfEffects(h.effects)
 	if has("share") || has("message") || has("network") {
 		h.externality = "external"
 	} else {

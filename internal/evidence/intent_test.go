@@ -56,9 +56,9 @@ func TestNormalize(t *testing.T) {
 				[5]string{SourceAnnotation, SourceAnnotation, SourceUnknown, SourceAnnotation, SourceUnknown}}},
 		{"title only is no annotation", IntentInput{Tool: &mcp.Tool{Name: "zzz", Annotations: mcp.Annotations{Title: "Z"}}},
 			want{nil, "destructive", "external", nil, nil, all(SourceUnknown)}},
-		{"annotations over heuristics", IntentInput{Tool: &mcp.Tool{Name: "delete_file", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}},
-			want{[]string{"read"}, "read_only", "external", nil, nil,
-				[5]string{SourceAnnotation, SourceAnnotation, SourceUnknown, SourceAnnotation, SourceUnknown}}},
+		{"heuristics more dangerous than annotations", IntentInput{Tool: &mcp.Tool{Name: "delete_file", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}},
+			want{[]string{"read", "delete"}, "destructive", "external", nil, nil,
+				[5]string{SourceAnnotation, SourceHeuristic, SourceUnknown, SourceAnnotation, SourceUnknown}}},
 		{"declaration over annotations", IntentInput{Declaration: &ToolDeclaration{SideEffect: "destructive"}, Tool: &mcp.Tool{Name: "x", Annotations: mcp.Annotations{ReadOnlyHint: &yes, OpenWorldHint: &no}}},
 			want{[]string{"read"}, "destructive", "internal", nil, nil,
 				[5]string{SourceAnnotation, SourceMeta, SourceUnknown, SourceAnnotation, SourceUnknown}}},
@@ -90,9 +90,19 @@ func TestNormalize(t *testing.T) {
 		{"synthesized receipt ignored", IntentInput{Receipt: &ServerReceipt{SideEffect: "read_only", IssuedBy: IssuedByGateway}, ReceiptStatus: StatusOK},
 			want{nil, "destructive", "external", nil, nil, all(SourceUnknown)}},
 	}
+	// The cases whose sources disagree: field -> the weaker source.
+	conflicts := map[string]map[string]string{
+		"verified receipt":                           {FieldSideEffect: SourceMeta, FieldExternality: SourceMeta},
+		"partial receipt then declaration":           nil,
+		"heuristics more dangerous than annotations": {FieldDeclaredSideEffects: SourceHeuristic, FieldSideEffect: SourceHeuristic},
+		"declaration over annotations":               {FieldSideEffect: SourceAnnotation},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Normalize(tt.in)
+			if want := conflicts[tt.name]; !reflect.DeepEqual(got.Conflicts, want) {
+				t.Errorf("Conflicts = %v, want %v", got.Conflicts, want)
+			}
 			var sources [5]string
 			for i, f := range IntentFields {
 				sources[i] = got.Sources[f]

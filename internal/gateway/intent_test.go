@@ -151,3 +151,28 @@ func TestToolFactsOncePerDefinition(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCachedDecisionFollowsTheDeclaration: a cached decision (a policy
+// that depends only on the tool) is taken again when a new listing
+// changes only the tool's _meta declaration: the read-only tool that now
+// declares it writes is denied.
+func TestCachedDecisionFollowsTheDeclaration(t *testing.T) {
+	pol := readonlyPolicy(t, "")
+	h := newHarness(t, Config{Policy: pol, Principal: policy.Principal{Role: "readonly_agent"}})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/a"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"id":2,"result"`) {
+		t.Fatalf("read-only call refused: %s", got)
+	}
+	if _, ok := h.sess.catalog.decision("read", h.sess.catalog.gen); !ok {
+		t.Fatal("no decision cached")
+	}
+	tools, _ := parseToolsPage([]byte(`{"tools":[{"name":"read","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}},"annotations":{"readOnlyHint":true},` +
+		`"_meta":{"dev.gatehouse/security":{"side_effect":"mutating"}}}]}`))
+	h.sess.catalog.replace(tools)
+	h.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/b"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"code":-32080`) || !strings.Contains(got, "readonly_agent_no_mutating_tools") {
+		t.Fatalf("call after the declaration changed = %s, want the readonly denial", got)
+	}
+}

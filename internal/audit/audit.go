@@ -265,7 +265,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	// the tool's intent with the receipt's fields over it.
 	intent := tf.intent
 	if conflicts == 0 && sr != nil {
-		intent = intent.WithReceipt(sr, status)
+		intent = evidence.WithReceipt(intent, sr, status)
 	}
 	rc.MetadataConfidence = evidence.Confidence(intent, conflicts)
 	for _, w := range intent.Warnings() {

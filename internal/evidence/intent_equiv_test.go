@@ -49,7 +49,7 @@ func TestNormalizeMergeProperties(t *testing.T) {
 					in := IntentInput{Receipt: r, ReceiptStatus: Status(st), Declaration: d, Tool: tool}
 					got := Normalize(in)
 					base := Normalize(IntentInput{Declaration: d, Tool: tool})
-					if with := base.WithReceipt(r, Status(st)); !reflect.DeepEqual(with, got) {
+					if with := WithReceipt(base, r, Status(st)); !reflect.DeepEqual(with, got) {
 						t.Fatalf("WithReceipt(%+v) =\n%+v\nwant\n%+v", in, with, got)
 					}
 					given := map[string]bool{SourceUnknown: true, receiptSource(r, Status(st)): r != nil, SourceMeta: d != nil, SourceHeuristic: tool != nil,
@@ -93,7 +93,7 @@ func TestNormalizeMergeProperties(t *testing.T) {
 func TestWithReceiptCopies(t *testing.T) {
 	base := Normalize(IntentInput{Declaration: &ToolDeclaration{DataClasses: []string{"pii"}}})
 	r := &ServerReceipt{DeclaredSideEffects: []string{"read"}}
-	got := base.WithReceipt(r, StatusOK)
+	got := WithReceipt(base, r, StatusOK)
 	got.DeclaredSideEffects[0] = "changed"
 	got.DataClasses[0] = "changed"
 	got.Sources[FieldSideEffect] = "changed"

@@ -189,7 +189,7 @@ func TestAcceptanceReadOnlyHintWithWritingMeta(t *testing.T) {
 	// A literal intent with Sources and Conflicts merges a receipt as if
 	// built by Normalize from its claims.
 	lit := ToolIntent{SideEffect: "read_only", Sources: map[string]string{FieldSideEffect: SourceAnnotation}}
-	got := lit.WithReceipt(&ServerReceipt{SideEffect: "destructive"}, StatusOK)
+	got := WithReceipt(lit, &ServerReceipt{SideEffect: "destructive"}, StatusOK)
 	if got.SideEffect != "destructive" || got.Conflicts[FieldSideEffect] != SourceAnnotation {
 		t.Fatalf("WithReceipt over a literal: %+v", got)
 	}

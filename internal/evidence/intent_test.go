@@ -167,21 +167,3 @@ func TestConfidence(t *testing.T) {
 		t.Errorf("Confidence(nothing) = %v", c)
 	}
 }
-
-func TestWords(t *testing.T) {
-	tests := map[string][]string{
-		"deleteFile":     {"delete", "file"},
-		"get_url2":       {"get", "url"},
-		"HTTPFetch":      {"http", "fetch"},
-		"getURL":         {"get", "url"},
-		"URL":            {"url"},
-		"fetch-HTTP.url": {"fetch", "http", "url"},
-		"":               nil,
-		"Écrire_Fichier": {"écrire", "fichier"},
-	}
-	for in, want := range tests {
-		if got := words(in); !reflect.DeepEqual(got, want) {
-			t.Errorf("words(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

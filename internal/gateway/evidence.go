@@ -117,7 +117,7 @@ func newToolFacts(t mcp.Tool) *toolFacts {
 		Known: true, Title: t.Title, Description: t.Description, Annotations: t.Annotations.Map(),
 		DeclaredSideEffects: it.DeclaredSideEffects, SideEffect: it.SideEffect, DataClasses: it.DataClasses,
 		Externality: it.Externality, RequiredScopes: it.RequiredScopes, MetadataConfidence: evidence.Confidence(it, 0),
-		Sources: it.Sources, MetadataConflicts: conflictFields(it),
+		Sources: it.Sources, MetadataConflicts: it.ConflictFields(),
 	}}
 }
 
@@ -144,16 +144,4 @@ func (f *toolFacts) policyTool(name string) policy.Tool {
 	t := f.tool
 	t.Name = name
 	return t
-}
-
-// conflictFields are the fields of it whose sources disagree, in
-// evidence.IntentFields order; nil when none.
-func conflictFields(it evidence.ToolIntent) []string {
-	var out []string
-	for _, f := range evidence.IntentFields {
-		if _, ok := it.Conflicts[f]; ok {
-			out = append(out, f)
-		}
-	}
-	return out
 }

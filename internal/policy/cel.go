@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -83,7 +83,7 @@ var fixedFields = map[string][]string{
 		"declared_side_effects", "side_effect", "data_classes", "externality", "required_scopes",
 		"metadata_confidence", "sources", "metadata_conflicts"},
 	varReceipt:     {"status", "conflicts"},
-	"tool.sources": evidence.IntentFields,
+	"tool.sources": toolmeta.Fields,
 }
 
 // checkFields refuses an access to a member that principal, server or
@@ -220,18 +220,18 @@ var (
 		"receipt.status":          "string", "receipt.conflicts": "int",
 	}
 	fieldValues = map[string][]string{
-		"tool.declared_side_effects": evidence.Effects,
-		"tool.side_effect":           evidence.SideEffects,
-		"tool.externality":           evidence.Externalities,
-		"tool.metadata_conflicts":    evidence.IntentFields,
+		"tool.declared_side_effects": toolmeta.Effects,
+		"tool.side_effect":           toolmeta.SideEffects,
+		"tool.externality":           toolmeta.Externalities,
+		"tool.metadata_conflicts":    toolmeta.Fields,
 		"receipt.status":             ReceiptStatuses,
 	}
 )
 
 func init() {
-	for _, f := range evidence.IntentFields {
+	for _, f := range toolmeta.Fields {
 		fieldTypes["tool.sources."+f] = "string"
-		fieldValues["tool.sources."+f] = evidence.IntentSources
+		fieldValues["tool.sources."+f] = toolmeta.Sources
 	}
 }
 
@@ -583,10 +583,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 				ext = "external"
 			}
 			sources := t.Sources
-			if len(sources) < len(evidence.IntentFields) {
-				sources = make(map[string]string, len(evidence.IntentFields))
-				for _, f := range evidence.IntentFields {
-					sources[f] = evidence.SourceUnknown
+			if len(sources) < len(toolmeta.Fields) {
+				sources = make(map[string]string, len(toolmeta.Fields))
+				for _, f := range toolmeta.Fields {
+					sources[f] = toolmeta.SourceUnknown
 					if s, ok := t.Sources[f]; ok {
 						sources[f] = s
 					}

@@ -171,7 +171,7 @@ type Tool struct {
 	// is unknown; a nil map is presented to conditions as an empty map.
 	Annotations map[string]any `json:"annotations"`
 	// DeclaredSideEffects is declared_side_effects, a subset of
-	// evidence.Effects (read, write, delete, execute, share, export,
+	// toolmeta.Effects (read, write, delete, execute, share, export,
 	// message, network); nil is presented as an empty list.
 	DeclaredSideEffects []string `json:"declared_side_effects,omitempty"`
 	// SideEffect is the normalized side_effect: "read_only", "mutating"
@@ -191,12 +191,12 @@ type Tool struct {
 	// MetadataConfidence is metadata_confidence in [0, 1]
 	// (evidence.Confidence of the tool's intent, without a receipt).
 	MetadataConfidence float64 `json:"metadata_confidence,omitempty"`
-	// Sources maps each of the five field names (evidence.IntentFields)
-	// to its source (evidence.IntentSources: verified_receipt,
+	// Sources maps each of the five field names (toolmeta.Fields)
+	// to its source (toolmeta.Sources: verified_receipt,
 	// unsigned_receipt, meta, annotation, heuristic, unknown). A field
 	// missing from it is presented as "unknown".
 	Sources map[string]string `json:"sources,omitempty"`
-	// MetadataConflicts are the fields, in evidence.IntentFields order,
+	// MetadataConflicts are the fields, in toolmeta.Fields order,
 	// on which the metadata sources disagree (each a
 	// metadata_conflict:<field> warning); nil is presented as an empty
 	// list.

@@ -108,17 +108,32 @@ func policyTool(name string, tool mcp.Tool, known bool) policy.Tool {
 type toolFacts struct {
 	intent evidence.ToolIntent
 	tool   policy.Tool // everything but Name
+	// name and view are the listed name and policy's view of tool by
+	// that name; nil view for unknownFacts, whose name is each call's.
+	name string
+	view *policy.ToolView
 }
 
 // newToolFacts returns the facts of a listed definition.
 func newToolFacts(t mcp.Tool) *toolFacts {
 	it := evidence.ToolIntentOf(&t)
-	return &toolFacts{intent: it, tool: policy.Tool{
+	f := &toolFacts{intent: it, tool: policy.Tool{
 		Known: true, Title: t.Title, Description: t.Description, Annotations: t.Annotations.Map(),
 		DeclaredSideEffects: it.DeclaredSideEffects, SideEffect: it.SideEffect, DataClasses: it.DataClasses,
 		Externality: it.Externality, RequiredScopes: it.RequiredScopes, MetadataConfidence: evidence.Confidence(it, 0),
 		Sources: it.Sources, MetadataConflicts: it.ConflictFields(),
 	}}
+	f.name, f.view = t.Name, policy.NewToolView(f.policyTool(t.Name))
+	return f
+}
+
+// viewFor returns the policy view of a call to name, nil when name is not
+// the name the view was made with (the Input then builds its own).
+func (f *toolFacts) viewFor(name string) *policy.ToolView {
+	if f.view == nil || f.name != name {
+		return nil
+	}
+	return f.view
 }
 
 // unknownFacts are the facts of a tool the gateway has not seen listed

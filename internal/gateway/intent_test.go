@@ -139,6 +139,9 @@ func TestToolFactsOncePerDefinition(t *testing.T) {
 	if !known || f1 == nil || f1 != f2 || f1.intent.SideEffect != "mutating" {
 		t.Fatalf("facts %p %p known %v", f1, f2, known)
 	}
+	if f1.viewFor("note") == nil || f1.viewFor("Note") != nil || unknownFacts.viewFor("note") != nil {
+		t.Fatal("the policy view is kept for the listed name only")
+	}
 	redefined, _ := parseToolsPage([]byte(`{"tools":[{"name":"note","annotations":{"readOnlyHint":true}}]}`))
 	c.upsert(redefined)
 	if _, f3, _, _, _ := c.lookupGen("note"); f3 == f1 || f3.intent.SideEffect != "read_only" {

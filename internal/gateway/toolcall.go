@@ -199,6 +199,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 			Principal: s.cfg.Principal,
 			ServerID:  s.cfg.ServerID,
 			Tool:      facts.policyTool(p.name), // computed once per catalogued definition
+			ToolView:  facts.viewFor(p.name),    // likewise: no map of the tool per call
 			Meta:      meta,
 		}
 		if s.cfg.Policy.UsesArguments() {

@@ -517,6 +517,59 @@ func (r *rule) eval(a *activation) (match, ok bool) {
 // emptyMap stands in for absent maps. CEL never writes to it.
 var emptyMap = map[string]any{}
 
+// ToolView is the value conditions see as the variable `tool` for one
+// [Tool], built once by [NewToolView] for a caller that evaluates many
+// calls of one tool definition (the gateway keeps one per catalogued
+// definition): Evaluate then builds no map of the tool per call. It is
+// immutable and safe for concurrent use.
+type ToolView struct{ m map[string]any }
+
+// NewToolView returns the view of t, with the presentation defaults of
+// [Tool] applied (an empty side_effect is "destructive", ...). t's maps and
+// slices are shared, not copied: the caller must not modify them.
+func NewToolView(t Tool) *ToolView { return &ToolView{m: toolMap(&t)} }
+
+// toolMap is the CEL map of variable `tool` for t.
+func toolMap(t *Tool) map[string]any {
+	ann := t.Annotations
+	if ann == nil {
+		ann = emptyMap
+	}
+	se := t.SideEffect
+	if se == "" {
+		se = mcp.SideEffectDestructive
+	}
+	ext := t.Externality
+	if ext == "" {
+		ext = "external"
+	}
+	sources := t.Sources
+	if len(sources) < len(toolmeta.Fields) {
+		sources = make(map[string]string, len(toolmeta.Fields))
+		for _, f := range toolmeta.Fields {
+			sources[f] = toolmeta.SourceUnknown
+			if s, ok := t.Sources[f]; ok {
+				sources[f] = s
+			}
+		}
+	}
+	return map[string]any{
+		"name":                  t.Name,
+		"known":                 t.Known,
+		"title":                 t.Title,
+		"description":           t.Description,
+		"annotations":           ann,
+		"declared_side_effects": listOrEmpty(t.DeclaredSideEffects),
+		"side_effect":           se,
+		"data_classes":          listOrEmpty(t.DataClasses),
+		"externality":           ext,
+		"required_scopes":       listOrEmpty(t.RequiredScopes),
+		"metadata_confidence":   t.MetadataConfidence,
+		"sources":               sources,
+		"metadata_conflicts":    listOrEmpty(t.MetadataConflicts),
+	}
+}
+
 // listOrEmpty is l, or an empty list for nil. CEL never writes to it.
 func listOrEmpty(l []string) []string {
 	if l == nil {
@@ -569,43 +622,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.server, true
 	case varTool:
 		if a.tool == nil {
-			t := &a.in.Tool
-			ann := t.Annotations
-			if ann == nil {
-				ann = emptyMap
-			}
-			se := t.SideEffect
-			if se == "" {
-				se = mcp.SideEffectDestructive
-			}
-			ext := t.Externality
-			if ext == "" {
-				ext = "external"
-			}
-			sources := t.Sources
-			if len(sources) < len(toolmeta.Fields) {
-				sources = make(map[string]string, len(toolmeta.Fields))
-				for _, f := range toolmeta.Fields {
-					sources[f] = toolmeta.SourceUnknown
-					if s, ok := t.Sources[f]; ok {
-						sources[f] = s
-					}
-				}
-			}
-			a.tool = map[string]any{
-				"name":                  t.Name,
-				"known":                 t.Known,
-				"title":                 t.Title,
-				"description":           t.Description,
-				"annotations":           ann,
-				"declared_side_effects": listOrEmpty(t.DeclaredSideEffects),
-				"side_effect":           se,
-				"data_classes":          listOrEmpty(t.DataClasses),
-				"externality":           ext,
-				"required_scopes":       listOrEmpty(t.RequiredScopes),
-				"metadata_confidence":   t.MetadataConfidence,
-				"sources":               sources,
-				"metadata_conflicts":    listOrEmpty(t.MetadataConflicts),
+			if v := a.in.ToolView; v != nil {
+				a.tool = v.m
+			} else {
+				a.tool = toolMap(&a.in.Tool)
 			}
 		}
 		return a.tool, true

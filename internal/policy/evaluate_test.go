@@ -335,6 +335,14 @@ func TestConditionValues(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("condition %s: got %v (%+v), want %v", tt.cond, got, d, tt.want)
 			}
+			// The same through a ToolView made once from the tool.
+			if tt.in != nil {
+				viewed := *tt.in
+				viewed.ToolView = NewToolView(tt.in.Tool)
+				if dv := p.Evaluate(&viewed); dv != d {
+					t.Errorf("condition %s with a ToolView: %+v, without %+v", tt.cond, dv, d)
+				}
+			}
 		})
 	}
 }

@@ -213,6 +213,10 @@ type Input struct {
 	ServerID string `json:"server_id"`
 	// Tool is CEL variable `tool`.
 	Tool Tool `json:"tool"`
+	// ToolView, when non-nil, is what conditions see as `tool` instead of
+	// a view built from Tool for this call: the caller must have made it
+	// with NewToolView(Tool) (the same values), once per tool definition.
+	ToolView *ToolView `json:"-"`
 	// Arguments is params.arguments decoded from JSON: CEL variable
 	// `arguments`. Values are nil, bool, string, int64 (integral numbers
 	// that fit), float64 (other numbers, including integers beyond int64),

@@ -82,7 +82,8 @@ type IntentInput struct {
 //     and inputSchema (toolmeta.ToolClaims).
 //
 // The merge takes the most dangerous side_effect, the widest externality
-// and the union of the lists; a receipt or declaration that declares
+// and the union of the lists (heuristics alone never make a field less
+// dangerous than unknown); a receipt or declaration that declares
 // effects also claims the side_effect they imply; each disagreement is a
 // Conflicts entry (metadata_conflict:<field>) that lowers the field's
 // weight to the weaker source's. A field no source claims is unknown:

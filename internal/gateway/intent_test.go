@@ -179,3 +179,30 @@ func TestCachedDecisionFollowsTheDeclaration(t *testing.T) {
 		t.Fatalf("call after the declaration changed = %s, want the readonly denial", got)
 	}
 }
+
+// TestHeuristicsAloneDoNotLetAReadonlyAgentThrough: a tool without
+// annotations or declaration whose name reads like a read (get_weather)
+// is still destructive for the policy, as before normalization reached
+// the gateway (a guess from a name must not fail open); beside
+// readOnlyHint a destructive name raises it.
+func TestHeuristicsAloneDoNotLetAReadonlyAgentThrough(t *testing.T) {
+	pol, err := policy.Load("../../examples/policies/readonly-agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool mcp.Tool
+		side string
+		deny bool
+	}{
+		{mcp.Tool{Name: "get_weather", Description: "Current weather."}, "destructive", true},
+		{mcp.Tool{Name: "get_weather", Annotations: mcp.Annotations{ReadOnlyHint: ptr(true)}}, "read_only", false},
+		{mcp.Tool{Name: "delete_file", Annotations: mcp.Annotations{ReadOnlyHint: ptr(true)}}, "destructive", true},
+	} {
+		f := factsOf(tc.tool, true)
+		d := pol.Evaluate(&policy.Input{Principal: policy.Principal{Role: "readonly_agent"}, Tool: f.policyTool(tc.tool.Name), ToolView: f.viewFor(tc.tool.Name)})
+		if f.intent.SideEffect != tc.side || (d.Action == policy.ActionDeny) != tc.deny {
+			t.Errorf("%s %+v: side effect %s, decision %s; want %s, deny %v", tc.tool.Name, tc.tool.Annotations, f.intent.SideEffect, d.Action, tc.side, tc.deny)
+		}
+	}
+}

@@ -169,7 +169,10 @@ func (c Claim) internal() claim {
 // strongest source's items first, then each weaker source's new items, in
 // its order). A field no source claims is unknown: side_effect
 // "destructive" and externality "external" (the MCP defaults), the slices
-// nil.
+// nil. Heuristics only raise what other sources claim: a side_effect or
+// externality that only [SourceHeuristic] claims counts only when it is at
+// least as dangerous as the unknown default (alone, "get_weather" is not
+// read_only: the field stays unknown).
 //
 // A source disagrees on side_effect or externality when it claims another
 // value than the one taken, and on a list when it names an item that no
@@ -321,16 +324,29 @@ func merge(claims []claim) Intent {
 	}
 	// The ordered fields: the highest rank wins, from the strongest
 	// source that claims it; a claim of another value disagrees with it.
-	ordered := func(field string, vocab []string, values func(claim) []string) (string, string) {
+	ordered := func(field string, vocab []string, unknown string, values func(claim) []string) (string, string) {
 		best, from := "", SourceUnknown
+		decided := false // a source other than heuristics claims the field
 		for _, c := range claims {
 			for _, v := range values(c) {
 				// The parsers keep to the vocabulary; a literal intent
 				// may not (Index -1 never wins).
-				if r := slices.Index(vocab, v); r >= 0 && (best == "" || r > slices.Index(vocab, best)) {
+				r := slices.Index(vocab, v)
+				if r < 0 {
+					continue
+				}
+				decided = decided || c.source != SourceHeuristic
+				if best == "" || r > slices.Index(vocab, best) {
 					best, from = v, c.source
 				}
 			}
+		}
+		if best == "" || !decided && slices.Index(vocab, best) < slices.Index(vocab, unknown) {
+			// Heuristics only raise what other sources claim: alone, a
+			// guess from a name never makes a tool less dangerous than
+			// knowing nothing does (get_weather without annotations
+			// stays destructive).
+			return unknown, SourceUnknown
 		}
 		dissent := ""
 		for _, c := range claims {
@@ -374,11 +390,11 @@ func merge(claims []claim) Intent {
 	var from string
 	it.DeclaredSideEffects, from = union(FieldDeclaredSideEffects, func(c claim) []string { return c.effects })
 	it.Sources[FieldDeclaredSideEffects] = from
-	it.SideEffect, from = ordered(FieldSideEffect, SideEffects, func(c claim) []string { return c.sides })
+	it.SideEffect, from = ordered(FieldSideEffect, SideEffects, mcp.SideEffectDestructive, func(c claim) []string { return c.sides })
 	it.Sources[FieldSideEffect] = from
 	it.DataClasses, from = union(FieldDataClasses, func(c claim) []string { return c.classes })
 	it.Sources[FieldDataClasses] = from
-	it.Externality, from = ordered(FieldExternality, Externalities, func(c claim) []string {
+	it.Externality, from = ordered(FieldExternality, Externalities, "external", func(c claim) []string {
 		if c.ext == "" {
 			return nil
 		}
@@ -387,12 +403,6 @@ func merge(claims []claim) Intent {
 	it.Sources[FieldExternality] = from
 	it.RequiredScopes, from = union(FieldRequiredScopes, func(c claim) []string { return c.scopes })
 	it.Sources[FieldRequiredScopes] = from
-	if it.SideEffect == "" {
-		it.SideEffect = mcp.SideEffectDestructive
-	}
-	if it.Externality == "" {
-		it.Externality = "external"
-	}
 	return it
 }
 

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,6 +156,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 	} else if tf.schemaWarning != "" {
 		warnings = append(warnings, tf.schemaWarning)
 	}
+	warnings = append(warnings, tf.intent.Warnings()...) // metadata_conflict:<field> (evidence.md §4)
 	d := c.Decision
 	if d.Shadow != nil {
 		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
@@ -263,9 +265,16 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	// the tool's intent with the receipt's fields over it.
 	intent := tf.intent
 	if conflicts == 0 && sr != nil {
-		intent = intent.WithReceipt(sr, status)
+		intent = evidence.WithReceipt(intent, sr, status)
 	}
 	rc.MetadataConfidence = evidence.Confidence(intent, conflicts)
+	for _, w := range intent.Warnings() {
+		// A receipt that disagrees with the tool's metadata adds its
+		// metadata_conflict warnings to the decision's.
+		if !slices.Contains(rc.Warnings, w) {
+			rc.Warnings = append(rc.Warnings, w)
+		}
+	}
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID

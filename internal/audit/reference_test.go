@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
@@ -59,8 +60,8 @@ func (r *refRecorder) Decided(c *gateway.Call) (wait func() error) {
 	} else {
 		warnings = append(warnings, "tool not listed by the server")
 	}
-	tool := c.Tool
-	intent := evidence.Normalize(evidence.IntentInput{Declaration: decl, Tool: &tool})
+	intent := refIntent(c, decl, nil, "")
+	warnings = append(warnings, intent.Warnings()...)
 	d := c.Decision
 	if d.Shadow != nil {
 		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
@@ -151,20 +152,24 @@ func (r *refRecorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait fu
 	if sr == nil {
 		// No receipt from the server: the gateway's own, synthesized at
 		// the host boundary from what it observed (status empty).
-		tool := c.Tool
-		intent := evidence.Normalize(evidence.IntentInput{Declaration: st.decl, Tool: &tool})
-		syn := evidence.Synthesize(facts, intent, time.Now())
+		syn := evidence.Synthesize(facts, refIntent(c, st.decl, nil, ""), time.Now())
 		if b, err := json.Marshal(syn); err == nil {
 			raw, sr = b, syn
 			synthesized = true
 		}
 	}
-	tool := c.Tool
-	in := evidence.IntentInput{Declaration: st.decl, Tool: &tool}
+	var intent evidence.ToolIntent
 	if conflicts == 0 && sr != nil {
-		in.Receipt, in.ReceiptStatus = sr, status
+		intent = refIntent(c, st.decl, sr, status)
+	} else {
+		intent = refIntent(c, st.decl, nil, "")
 	}
-	rc.MetadataConfidence = evidence.Confidence(evidence.Normalize(in), conflicts)
+	rc.MetadataConfidence = evidence.Confidence(intent, conflicts)
+	for _, w := range intent.Warnings() {
+		if !slices.Contains(rc.Warnings, w) {
+			rc.Warnings = append(rc.Warnings, w)
+		}
+	}
 	rc.ServerReceiptStatus = status
 	if sr != nil {
 		rc.ServerReceiptID = sr.ReceiptID
@@ -283,4 +288,15 @@ func enqueueOne(a Appender, ctx context.Context, kind, id string, payload []byte
 		}
 		return es[0], nil
 	}, nil
+}
+
+// refIntent is evidence.Normalize of c's tool (of nothing when it is not
+// Known, as the gateway decides it), its declaration and receipt sr.
+func refIntent(c *gateway.Call, decl *evidence.ToolDeclaration, sr *evidence.ServerReceipt, status evidence.Status) evidence.ToolIntent {
+	in := evidence.IntentInput{Receipt: sr, ReceiptStatus: status}
+	if c.Known {
+		tool := c.Tool
+		in.Declaration, in.Tool = decl, &tool
+	}
+	return evidence.Normalize(in)
 }

@@ -23,8 +23,10 @@ type toolFacts struct {
 	// tool_description_hash ("" when not computed); schemaWarning says why
 	// the schema hash is missing, when it is.
 	schemaHash, schemaWarning, descHash string
-	// intent is evidence.Normalize of the declaration and the tool, without
-	// a receipt; confidence is evidence.Confidence(intent, 0).
+	// intent is the tool's normalized intent without a receipt: the
+	// gateway's (gateway.Call.Intent), else evidence.Normalize of the
+	// declaration and the tool (of nothing for a tool not Known), the
+	// same values; confidence is evidence.Confidence(intent, 0).
 	intent     evidence.ToolIntent
 	confidence float64
 }
@@ -84,8 +86,19 @@ func newToolFacts(c *gateway.Call) *toolFacts {
 		}
 		f.descHash, _ = evidence.DescriptionHash(t.Description)
 	}
-	tool := *t
-	f.intent = evidence.Normalize(evidence.IntentInput{Declaration: f.decl, Tool: &tool})
+	switch {
+	case c.Intent.Sources != nil:
+		// The gateway's, computed once per catalogued definition: what
+		// the policy decided on and the decision event recorded.
+		f.intent = c.Intent
+	case c.Known:
+		tool := *t
+		f.intent = evidence.Normalize(evidence.IntentInput{Declaration: f.decl, Tool: &tool})
+	default:
+		// Not listed, or listed before a list_changed: nothing about it
+		// is trusted, as the gateway decides it (evidence.ToolIntentOf(nil)).
+		f.intent = evidence.ToolIntentOf(nil)
+	}
 	f.confidence = evidence.Confidence(f.intent, 0)
 	return f
 }

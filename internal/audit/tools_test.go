@@ -3,12 +3,15 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
 
 // TestToolCacheFollowsTheDefinition: a tool whose definition changes under
@@ -104,5 +107,76 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	if n != 8*30*2 {
 		t.Fatalf("%d decision receipts, want %d", n, 8*30*2)
+	}
+}
+
+// TestDecisionRecordsNormalizedIntent: the gateway decision receipts of a
+// call record the metadata_conflict warnings and the metadata_confidence
+// of the tool's normalized intent (evidence.md §4, §6): the gateway's
+// (Call.Intent) when it gives one, else the same values computed from the
+// definition; a receipt that disagrees with the declaration adds its
+// conflict on the outcome. A tool the catalogue no longer vouches for
+// (Known false) is unknown, whatever it was listed as.
+func TestDecisionRecordsNormalizedIntent(t *testing.T) {
+	yes := true
+	note := func(withIntent bool) *gateway.Call {
+		c := call(true)
+		c.Name = "note"
+		c.Tool = mcp.Tool{Name: "note", Annotations: mcp.Annotations{ReadOnlyHint: &yes},
+			Meta: json.RawMessage(`{"dev.gatehouse/security":{"declared_side_effects":["write"]}}`)}
+		if withIntent {
+			c.Intent = evidence.ToolIntentOf(&c.Tool)
+		}
+		return c
+	}
+	warnings := func(v map[string]any) []string {
+		var out []string
+		ws, _ := v["warnings"].([]any)
+		for _, w := range ws {
+			out = append(out, w.(string))
+		}
+		return out
+	}
+	conflicts := []string{"metadata_conflict:declared_side_effects", "metadata_conflict:side_effect"}
+	for _, withIntent := range []bool{true, false} {
+		led := &memLedger{}
+		r, err := New(Config{Ledger: led, Keys: keys(), GatewayID: "gw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := note(withIntent)
+		if err := r.Decided(c)(); err != nil {
+			t.Fatal(err)
+		}
+		// The server's receipt declares read_only: one more
+		// disagreement, on side_effect, already warned.
+		res := signedResult(t, func(m map[string]any) { m["tool_name"] = "note"; m["side_effect"] = "read_only" })
+		if withhold, why := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})(); withhold {
+			t.Fatal(why)
+		}
+		decision, outcome := led.payload(t, "gateway_decision", 0), led.payload(t, "gateway_decision", 1)
+		if got := warnings(decision); !reflect.DeepEqual(got, conflicts) {
+			t.Errorf("intent %v: decision warnings = %v, want %v", withIntent, got, conflicts)
+		}
+		if got := decision["metadata_confidence"]; got != 0.45 {
+			t.Errorf("intent %v: decision metadata_confidence = %v, want 0.45", withIntent, got)
+		}
+		got := warnings(outcome)
+		if len(got) < 2 || !reflect.DeepEqual(got[:2], conflicts) || slices.Index(got, conflicts[1]) != 1 {
+			t.Errorf("intent %v: outcome warnings = %v", withIntent, got)
+		}
+		// verified receipt: effects [write, read] weigh 0.75 (annotation
+		// adds read), side_effect mutating (meta) against the receipt's
+		// read_only and readOnlyHint weighs 0.75, externality 0.75, the
+		// rest unknown.
+		if got := outcome["metadata_confidence"]; got != 0.45 {
+			t.Errorf("intent %v: outcome metadata_confidence = %v, want 0.45", withIntent, got)
+		}
+	}
+	// Stale: listed once, not trusted now.
+	c := note(false)
+	c.Known = false
+	if f := newToolFacts(c); f.intent.SideEffect != "destructive" || f.confidence != 0 || f.intent.Warnings() != nil {
+		t.Errorf("facts of a tool not known: %+v", f.intent)
 	}
 }

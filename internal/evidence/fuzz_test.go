@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
 
 // FuzzParse checks that Parse never panics, accepts only valid JSON
@@ -102,6 +105,58 @@ func FuzzCanonical(f *testing.F) {
 		}
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("meaning changed: %q -> %q", raw, out)
+		}
+	})
+}
+
+// FuzzToolIntentOf checks that the normalization of a listed tool whose
+// _meta is arbitrary bytes never panics, stays in the vocabularies, has a
+// source for each field and a confidence in [0, 1], and never says less
+// than the annotations alone (the merge goes toward the more dangerous
+// value, evidence.md §4).
+func FuzzToolIntentOf(f *testing.F) {
+	for _, s := range []string{
+		`{"dev.gatehouse/security":{"declared_side_effects":["write"]}}`,
+		`{"dev.gatehouse/security":{"side_effect":"read_only","externality":"internal","data_classes":[],"required_scopes":["a"]}}`,
+		`{"dev.gatehouse/security":{"declared_side_effects":["read","read","fly"],"side_effect":"x"}}`,
+		`{"dev.gatehouse/security":[]}`, `[]`, `{`, ``,
+	} {
+		f.Add([]byte(s), "delete_file", byte(0))
+	}
+	f.Fuzz(func(t *testing.T, meta []byte, name string, hints byte) {
+		hint := func(shift uint) *bool {
+			switch (hints >> shift) & 3 {
+			case 1:
+				return new(bool)
+			case 2:
+				v := true
+				return &v
+			}
+			return nil
+		}
+		tool := mcp.Tool{Name: name, Meta: meta, Annotations: mcp.Annotations{ReadOnlyHint: hint(0), DestructiveHint: hint(2), OpenWorldHint: hint(4)}}
+		it := ToolIntentOf(&tool)
+		if !slices.Contains(SideEffects, it.SideEffect) || !slices.Contains(Externalities, it.Externality) {
+			t.Fatalf("out of vocabulary: %+v", it)
+		}
+		for _, e := range it.DeclaredSideEffects {
+			if !slices.Contains(Effects, e) {
+				t.Fatalf("effect %q out of vocabulary", e)
+			}
+		}
+		for _, fld := range IntentFields {
+			if !slices.Contains(IntentSources, it.Sources[fld]) {
+				t.Fatalf("Sources[%s] = %q", fld, it.Sources[fld])
+			}
+		}
+		if c := Confidence(it, 0); c < 0 || c > 1 {
+			t.Fatalf("Confidence %v", c)
+		}
+		bare := tool
+		bare.Meta = nil
+		alone := ToolIntentOf(&bare)
+		if alone.Sources[FieldSideEffect] != SourceUnknown && slices.Index(SideEffects, it.SideEffect) < slices.Index(SideEffects, alone.SideEffect) {
+			t.Fatalf("the declaration made %s %s (alone %s)", name, it.SideEffect, alone.SideEffect)
 		}
 	})
 }

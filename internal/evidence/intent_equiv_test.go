@@ -9,17 +9,20 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
 
-// TestNormalizeSameAsReference: Normalize, now built from the tool's part
-// and WithReceipt, gives what it gave when it drew on every source in one
-// pass (normalizeReference, its previous code), over every combination of
-// receipt, status, declaration and tool below; and WithReceipt over the
-// intent without the receipt is Normalize with it.
-func TestNormalizeSameAsReference(t *testing.T) {
+// TestNormalizeMergeProperties: over every combination of receipt, status,
+// declaration and tool below, Normalize is the tool's part merged with the
+// receipt (WithReceipt), and the merge never says less than a source alone:
+// each field a source claims on its own (Normalize of that source alone,
+// where the field is not unknown) is at most as dangerous as the merged
+// side_effect and externality and a subset of the merged lists; the merged
+// value's source is one of the sources given.
+func TestNormalizeMergeProperties(t *testing.T) {
 	yes, no := true, false
 	receipts := []*ServerReceipt{
 		nil, {},
 		{DeclaredSideEffects: []string{"read", "share"}, SideEffect: "mutating", DataClasses: []string{"internal"}, Externality: "external", RequiredScopes: []string{"a.share"}},
 		{SideEffect: "read_only"},
+		{DeclaredSideEffects: []string{"delete"}, Externality: "internal"},
 		{DataClasses: []string{}, RequiredScopes: []string{}},
 		{DeclaredSideEffects: []string{"read"}, IssuedBy: IssuedByGateway},
 	}
@@ -27,6 +30,7 @@ func TestNormalizeSameAsReference(t *testing.T) {
 		nil, {},
 		{DeclaredSideEffects: []string{"read"}, SideEffect: "read_only", DataClasses: []string{}, Externality: "internal", RequiredScopes: []string{}},
 		{SideEffect: "destructive"},
+		{DeclaredSideEffects: []string{"write"}, Externality: "third_party", DataClasses: []string{"pii"}, RequiredScopes: []string{"a.write"}},
 	}
 	tools := []*mcp.Tool{
 		nil, {},
@@ -34,20 +38,45 @@ func TestNormalizeSameAsReference(t *testing.T) {
 		{Name: "deleteRepoBranch", Annotations: mcp.Annotations{DestructiveHint: &no}},
 		{Name: "send_email", Description: "posts on the web", InputSchema: json.RawMessage(`{"type":"object","properties":{"to":{},"api_key":{},"iban":{}}}`)},
 		{Name: "HTTPFetch", InputSchema: json.RawMessage(`[]`)},
+		{Name: "get_weather", Annotations: mcp.Annotations{ReadOnlyHint: &yes}},
 	}
+	rank := func(vocab []string, v string) int { return slices.Index(vocab, v) }
 	n := 0
 	for _, r := range receipts {
 		for _, st := range append(slices.Clone(Statuses), "") {
 			for _, d := range decls {
 				for _, tool := range tools {
 					in := IntentInput{Receipt: r, ReceiptStatus: Status(st), Declaration: d, Tool: tool}
-					want := normalizeReference(in)
-					if got := Normalize(in); !reflect.DeepEqual(got, want) {
-						t.Fatalf("Normalize(%+v) =\n%+v\nwant\n%+v", in, got, want)
-					}
+					got := Normalize(in)
 					base := Normalize(IntentInput{Declaration: d, Tool: tool})
-					if got := base.WithReceipt(r, Status(st)); !reflect.DeepEqual(got, want) {
-						t.Fatalf("WithReceipt(%+v) =\n%+v\nwant\n%+v", in, got, want)
+					if with := WithReceipt(base, r, Status(st)); !reflect.DeepEqual(with, got) {
+						t.Fatalf("WithReceipt(%+v) =\n%+v\nwant\n%+v", in, with, got)
+					}
+					given := map[string]bool{SourceUnknown: true, receiptSource(r, Status(st)): r != nil, SourceMeta: d != nil, SourceHeuristic: tool != nil,
+						SourceAnnotation: tool != nil && (tool.Annotations.ReadOnlyHint != nil || tool.Annotations.DestructiveHint != nil || tool.Annotations.OpenWorldHint != nil)}
+					for _, alone := range []IntentInput{{Receipt: r, ReceiptStatus: Status(st)}, {Declaration: d}, {Tool: tool}} {
+						one := Normalize(alone)
+						if one.Sources[FieldSideEffect] != SourceUnknown && rank(SideEffects, one.SideEffect) > rank(SideEffects, got.SideEffect) {
+							t.Fatalf("Normalize(%+v).SideEffect = %s, less than %s alone", in, got.SideEffect, one.SideEffect)
+						}
+						if one.Sources[FieldExternality] != SourceUnknown && rank(Externalities, one.Externality) > rank(Externalities, got.Externality) {
+							t.Fatalf("Normalize(%+v).Externality = %s, narrower than %s alone", in, got.Externality, one.Externality)
+						}
+						for _, pair := range [][2][]string{{one.DeclaredSideEffects, got.DeclaredSideEffects}, {one.DataClasses, got.DataClasses}, {one.RequiredScopes, got.RequiredScopes}} {
+							for _, v := range pair[0] {
+								if !slices.Contains(pair[1], v) {
+									t.Fatalf("Normalize(%+v) lost %q", in, v)
+								}
+							}
+						}
+					}
+					for _, f := range IntentFields {
+						if !given[got.Sources[f]] {
+							t.Fatalf("Normalize(%+v).Sources[%s] = %s, not a source given", in, f, got.Sources[f])
+						}
+						if s, ok := got.Conflicts[f]; ok && !given[s] {
+							t.Fatalf("Normalize(%+v).Conflicts[%s] = %s, not a source given", in, f, s)
+						}
 					}
 					n++
 				}
@@ -64,7 +93,7 @@ func TestNormalizeSameAsReference(t *testing.T) {
 func TestWithReceiptCopies(t *testing.T) {
 	base := Normalize(IntentInput{Declaration: &ToolDeclaration{DataClasses: []string{"pii"}}})
 	r := &ServerReceipt{DeclaredSideEffects: []string{"read"}}
-	got := base.WithReceipt(r, StatusOK)
+	got := WithReceipt(base, r, StatusOK)
 	got.DeclaredSideEffects[0] = "changed"
 	got.DataClasses[0] = "changed"
 	got.Sources[FieldSideEffect] = "changed"
@@ -74,79 +103,4 @@ func TestWithReceiptCopies(t *testing.T) {
 	if Confidence(got, 0) == Confidence(base, 0) {
 		t.Fatal("the receipt changed nothing")
 	}
-}
-
-// normalizeReference is Normalize as it was before it was split into the
-// tool's part and WithReceipt.
-func normalizeReference(in IntentInput) ToolIntent {
-	it := ToolIntent{Sources: make(map[string]string, len(IntentFields))}
-	set := func(field, source string) bool {
-		if _, done := it.Sources[field]; done {
-			return false
-		}
-		it.Sources[field] = source
-		return true
-	}
-	fromIntent := func(source string, effects []string, side string, classes []string, ext string, scopes []string) {
-		if effects != nil && set(FieldDeclaredSideEffects, source) {
-			it.DeclaredSideEffects = slices.Clone(effects)
-		}
-		if side != "" && set(FieldSideEffect, source) {
-			it.SideEffect = side
-		}
-		if classes != nil && set(FieldDataClasses, source) {
-			it.DataClasses = slices.Clone(classes)
-		}
-		if ext != "" && set(FieldExternality, source) {
-			it.Externality = ext
-		}
-		if scopes != nil && set(FieldRequiredScopes, source) {
-			it.RequiredScopes = slices.Clone(scopes)
-		}
-	}
-
-	if r := in.Receipt; r != nil && r.IssuedBy != IssuedByGateway {
-		source := ""
-		switch in.ReceiptStatus {
-		case StatusOK:
-			source = SourceVerifiedReceipt
-		case StatusUnsigned, StatusUnknown:
-			source = SourceUnsignedReceipt
-		}
-		if source != "" {
-			fromIntent(source, r.DeclaredSideEffects, r.SideEffect, r.DataClasses, r.Externality, r.RequiredScopes)
-		}
-	}
-	if d := in.Declaration; d != nil {
-		fromIntent(SourceMeta, d.DeclaredSideEffects, d.SideEffect, d.DataClasses, d.Externality, d.RequiredScopes)
-	}
-	if t := in.Tool; t != nil {
-		a := t.Annotations
-		if a.ReadOnlyHint != nil || a.DestructiveHint != nil || a.OpenWorldHint != nil {
-			side := a.SideEffect()
-			ext := "external"
-			if a.OpenWorldHint != nil && !*a.OpenWorldHint {
-				ext = "internal"
-			}
-			fromIntent(SourceAnnotation, effectsOfSideEffect(side), side, nil, ext, nil)
-		}
-		h := heuristics(t)
-		fromIntent(SourceHeuristic, h.effects, h.sideEffect, h.dataClasses, h.externality, nil)
-	}
-	if set(FieldDeclaredSideEffects, SourceUnknown) {
-		it.DeclaredSideEffects = nil
-	}
-	if set(FieldSideEffect, SourceUnknown) {
-		it.SideEffect = mcp.SideEffectDestructive
-	}
-	if set(FieldDataClasses, SourceUnknown) {
-		it.DataClasses = nil
-	}
-	if set(FieldExternality, SourceUnknown) {
-		it.Externality = "external"
-	}
-	if set(FieldRequiredScopes, SourceUnknown) {
-		it.RequiredScopes = nil
-	}
-	return it
 }

@@ -56,31 +56,33 @@ func TestNormalize(t *testing.T) {
 				[5]string{SourceAnnotation, SourceAnnotation, SourceUnknown, SourceAnnotation, SourceUnknown}}},
 		{"title only is no annotation", IntentInput{Tool: &mcp.Tool{Name: "zzz", Annotations: mcp.Annotations{Title: "Z"}}},
 			want{nil, "destructive", "external", nil, nil, all(SourceUnknown)}},
-		{"annotations over heuristics", IntentInput{Tool: &mcp.Tool{Name: "delete_file", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}},
-			want{[]string{"read"}, "read_only", "external", nil, nil,
-				[5]string{SourceAnnotation, SourceAnnotation, SourceUnknown, SourceAnnotation, SourceUnknown}}},
+		{"heuristics more dangerous than annotations", IntentInput{Tool: &mcp.Tool{Name: "delete_file", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}},
+			want{[]string{"read", "delete"}, "destructive", "external", nil, nil,
+				[5]string{SourceAnnotation, SourceHeuristic, SourceUnknown, SourceAnnotation, SourceUnknown}}},
 		{"declaration over annotations", IntentInput{Declaration: &ToolDeclaration{SideEffect: "destructive"}, Tool: &mcp.Tool{Name: "x", Annotations: mcp.Annotations{ReadOnlyHint: &yes, OpenWorldHint: &no}}},
 			want{[]string{"read"}, "destructive", "internal", nil, nil,
 				[5]string{SourceAnnotation, SourceMeta, SourceUnknown, SourceAnnotation, SourceUnknown}}},
+		// Heuristics alone never make a tool less dangerous than knowing
+		// nothing: the side effect stays destructive (unknown).
 		{"heuristic read", IntentInput{Tool: &mcp.Tool{Name: "get_weather", Description: "Current weather for a city."}},
-			want{[]string{"read"}, "read_only", "external", nil, nil,
-				[5]string{SourceHeuristic, SourceHeuristic, SourceUnknown, SourceUnknown, SourceUnknown}}},
+			want{[]string{"read"}, "destructive", "external", nil, nil,
+				[5]string{SourceHeuristic, SourceUnknown, SourceUnknown, SourceUnknown, SourceUnknown}}},
 		{"heuristic delete camelCase", IntentInput{Tool: &mcp.Tool{Name: "deleteRepoBranch"}},
 			want{[]string{"delete"}, "destructive", "external", []string{"source_code"}, nil,
 				[5]string{SourceHeuristic, SourceHeuristic, SourceHeuristic, SourceUnknown, SourceUnknown}}},
 		{"heuristic fetch url is external", IntentInput{Tool: &mcp.Tool{Name: "fetch_url"}},
-			want{[]string{"network"}, "read_only", "external", nil, nil,
-				[5]string{SourceHeuristic, SourceHeuristic, SourceUnknown, SourceHeuristic, SourceUnknown}}},
+			want{[]string{"network"}, "destructive", "external", nil, nil,
+				[5]string{SourceHeuristic, SourceUnknown, SourceUnknown, SourceHeuristic, SourceUnknown}}},
 		{"heuristic external from description", IntentInput{Tool: &mcp.Tool{Name: "lookup", Description: "Looks things up on the web."}},
-			want{[]string{"read"}, "read_only", "external", nil, nil,
-				[5]string{SourceHeuristic, SourceHeuristic, SourceUnknown, SourceHeuristic, SourceUnknown}}},
-		{"heuristic send email mutating external pii", IntentInput{Tool: &mcp.Tool{Name: "send_email",
+			want{[]string{"read"}, "destructive", "external", nil, nil,
+				[5]string{SourceHeuristic, SourceUnknown, SourceUnknown, SourceHeuristic, SourceUnknown}}},
+		{"heuristic send email external pii", IntentInput{Tool: &mcp.Tool{Name: "send_email",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"to":{},"subject":{},"api_key":{}}}`)}},
-			want{[]string{"message"}, "mutating", "external", []string{"pii", "secrets"}, nil,
-				[5]string{SourceHeuristic, SourceHeuristic, SourceHeuristic, SourceHeuristic, SourceUnknown}}},
+			want{[]string{"message"}, "destructive", "external", []string{"pii", "secrets"}, nil,
+				[5]string{SourceHeuristic, SourceUnknown, SourceHeuristic, SourceHeuristic, SourceUnknown}}},
 		{"heuristic run shell", IntentInput{Tool: &mcp.Tool{Name: "run_shell_command"}},
-			want{[]string{"execute"}, "mutating", "external", nil, nil,
-				[5]string{SourceHeuristic, SourceHeuristic, SourceUnknown, SourceUnknown, SourceUnknown}}},
+			want{[]string{"execute"}, "destructive", "external", nil, nil,
+				[5]string{SourceHeuristic, SourceUnknown, SourceUnknown, SourceUnknown, SourceUnknown}}},
 		{"heuristic schema classes", IntentInput{Tool: &mcp.Tool{Name: "zzz",
 			InputSchema: json.RawMessage(`{"properties":{"creditCardNumber":{},"Password":{}}}`)}},
 			want{nil, "destructive", "external", []string{"secrets", "financial"}, nil,
@@ -90,9 +92,19 @@ func TestNormalize(t *testing.T) {
 		{"synthesized receipt ignored", IntentInput{Receipt: &ServerReceipt{SideEffect: "read_only", IssuedBy: IssuedByGateway}, ReceiptStatus: StatusOK},
 			want{nil, "destructive", "external", nil, nil, all(SourceUnknown)}},
 	}
+	// The cases whose sources disagree: field -> the weaker source.
+	conflicts := map[string]map[string]string{
+		"verified receipt":                           {FieldSideEffect: SourceMeta, FieldExternality: SourceMeta},
+		"partial receipt then declaration":           nil,
+		"heuristics more dangerous than annotations": {FieldDeclaredSideEffects: SourceHeuristic, FieldSideEffect: SourceHeuristic},
+		"declaration over annotations":               {FieldSideEffect: SourceAnnotation},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Normalize(tt.in)
+			if want := conflicts[tt.name]; !reflect.DeepEqual(got.Conflicts, want) {
+				t.Errorf("Conflicts = %v, want %v", got.Conflicts, want)
+			}
 			var sources [5]string
 			for i, f := range IntentFields {
 				sources[i] = got.Sources[f]
@@ -155,23 +167,5 @@ func TestConfidence(t *testing.T) {
 	// Normalize and Confidence together.
 	if c := Confidence(Normalize(IntentInput{}), 0); c != 0 {
 		t.Errorf("Confidence(nothing) = %v", c)
-	}
-}
-
-func TestWords(t *testing.T) {
-	tests := map[string][]string{
-		"deleteFile":     {"delete", "file"},
-		"get_url2":       {"get", "url"},
-		"HTTPFetch":      {"http", "fetch"},
-		"getURL":         {"get", "url"},
-		"URL":            {"url"},
-		"fetch-HTTP.url": {"fetch", "http", "url"},
-		"":               nil,
-		"Écrire_Fichier": {"écrire", "fichier"},
-	}
-	for in, want := range tests {
-		if got := words(in); !reflect.DeepEqual(got, want) {
-			t.Errorf("words(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 )
 
 // SchemaVersion is the schema_version of the receipts this package writes
@@ -116,12 +117,14 @@ type ToolDeclaration struct {
 // Vocabularies of the draft ("Proposed Minimal Vocabulary"). The slices are
 // in the draft's order and must not be modified.
 var (
-	// Effects is the vocabulary of declared_side_effects.
-	Effects = []string{"read", "write", "delete", "execute", "share", "export", "message", "network"}
-	// SideEffects is the vocabulary of side_effect, least severe first.
-	SideEffects = []string{"read_only", "mutating", "destructive"}
-	// Externalities is the vocabulary of externality.
-	Externalities = []string{"internal", "external", "third_party"}
+	// Effects is the vocabulary of declared_side_effects (toolmeta.Effects).
+	Effects = toolmeta.Effects
+	// SideEffects is the vocabulary of side_effect, least severe first
+	// (toolmeta.SideEffects).
+	SideEffects = toolmeta.SideEffects
+	// Externalities is the vocabulary of externality, narrowest first
+	// (toolmeta.Externalities).
+	Externalities = toolmeta.Externalities
 	// PolicyDecisions is the vocabulary of a server's policy_decision.
 	PolicyDecisions = []string{"allow", "deny", "monitor", "redact", "quarantine", "unknown"}
 	// Statuses is the vocabulary of verification_status.

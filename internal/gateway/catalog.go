@@ -16,6 +16,10 @@ import (
 type catalog struct {
 	mu    sync.RWMutex
 	tools map[string]mcp.Tool
+	// facts maps a tool name to what the gateway derives from its
+	// definition in tools (its normalized intent and policy view),
+	// computed when the definition is catalogued, never per call.
+	facts map[string]*toolFacts
 	// props maps a tool name to its inputSchema's top-level property names,
 	// folded (see foldName) to exact.
 	props map[string]map[string]string
@@ -37,7 +41,7 @@ type catalog struct {
 const maxDecisions = 4096
 
 func newCatalog() *catalog {
-	return &catalog{tools: map[string]mcp.Tool{}, props: map[string]map[string]string{}, decisions: map[string]policy.Decision{}}
+	return &catalog{tools: map[string]mcp.Tool{}, facts: map[string]*toolFacts{}, props: map[string]map[string]string{}, decisions: map[string]policy.Decision{}}
 }
 
 // changed records a change of the catalog (c.mu held for writing): cached
@@ -47,13 +51,13 @@ func (c *catalog) changed() {
 	clear(c.decisions)
 }
 
-// lookupGen is lookup with the generation the answer belongs to, for
-// decision and keepDecision.
-func (c *catalog) lookupGen(name string) (t mcp.Tool, known, stale bool, gen uint64) {
+// lookupGen is lookup with the tool's facts (nil when unknown) and the
+// generation the answer belongs to, for decision and keepDecision.
+func (c *catalog) lookupGen(name string) (t mcp.Tool, f *toolFacts, known, stale bool, gen uint64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	t, ok := c.tools[name]
-	return t, ok, c.stale, c.gen
+	return t, c.facts[name], ok, c.stale, c.gen
 }
 
 // decision returns the cached policy decision for tool name, if one was
@@ -138,11 +142,16 @@ func (c *catalog) markStale() {
 
 // upsert records the tools of one tools/list result page.
 func (c *catalog) upsert(tools []mcp.Tool) {
+	facts := make([]*toolFacts, len(tools))
+	for i, t := range tools {
+		facts[i] = newToolFacts(t)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changed()
-	for _, t := range tools {
+	for i, t := range tools {
 		c.tools[t.Name] = t
+		c.facts[t.Name] = facts[i]
 		c.props[t.Name] = schemaProps(t.InputSchema)
 	}
 }
@@ -171,14 +180,17 @@ func (c *catalog) page(tools []mcp.Tool, first, last bool) {
 // replace installs a complete listing (all pages) and clears stale.
 func (c *catalog) replace(tools []mcp.Tool) {
 	m := make(map[string]mcp.Tool, len(tools))
+	facts := make(map[string]*toolFacts, len(tools))
 	props := make(map[string]map[string]string, len(tools))
 	for _, t := range tools {
 		m[t.Name] = t
+		facts[t.Name] = newToolFacts(t)
 		props[t.Name] = schemaProps(t.InputSchema)
 	}
 	c.mu.Lock()
 	c.changed()
 	c.tools = m
+	c.facts = facts
 	c.props = props
 	c.stale = false
 	c.mu.Unlock()

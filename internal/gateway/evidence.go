@@ -3,6 +3,7 @@ package gateway
 import (
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
@@ -40,9 +41,17 @@ type Evidence interface {
 type Call struct {
 	// Name is the tool name from params.name.
 	Name string
-	// Tool is the tool's definition as listed; zero when Known is false.
+	// Tool is the tool's definition as listed; zero when the gateway has
+	// not seen it listed. Known is false also when the listing went stale
+	// (notifications/tools/list_changed and no fresh list).
 	Tool  mcp.Tool
 	Known bool
+	// Intent is the tool's normalized metadata without a receipt
+	// (evidence.md §4; evidence.ToolIntentOf of Tool, or of nothing when
+	// Known is false), as the policy saw it and the decision event
+	// recorded it. It is computed once per catalogued definition and
+	// shared: read only.
+	Intent evidence.ToolIntent
 	// ServerID and Principal are the run's configuration.
 	ServerID  string
 	Principal policy.Principal
@@ -67,26 +76,87 @@ type Call struct {
 	// State belongs to the Evidence implementation (hashes computed in
 	// Decided, ids to link the outcome to).
 	State any
+
+	// facts are the catalogue's facts of Tool, nil for a Call made
+	// elsewhere (PolicyTool then computes them).
+	facts *toolFacts
 }
 
 // PolicyTool returns the call's tool as policy conditions see it (CEL
 // variable `tool`): name, title, description and annotations of the listed
-// definition, and its side effect when Known (destructive otherwise).
-func (c *Call) PolicyTool() policy.Tool { return policyTool(c.Name, c.Tool, c.Known) }
-
-// policyTool is the CEL variable `tool` of a call to name whose listed
-// definition is tool (zero unless known).
-func policyTool(name string, tool mcp.Tool, known bool) policy.Tool {
-	return policy.Tool{Name: name, Known: known, Title: tool.Title, Description: tool.Description,
-		Annotations: tool.Annotations.Map(), SideEffect: toolSideEffect(tool, known)}
+// definition, and its normalized metadata (evidence.md §4: Intent) when
+// Known (an unknown tool's otherwise: destructive, external, nothing
+// declared).
+func (c *Call) PolicyTool() policy.Tool {
+	if c.facts != nil {
+		return c.facts.policyTool(c.Name)
+	}
+	return policyTool(c.Name, c.Tool, c.Known)
 }
 
-// toolSideEffect is the side effect of a call to tool (evidence.md §4):
-// what its annotations declare when the gateway saw it listed (known),
-// destructive otherwise.
-func toolSideEffect(tool mcp.Tool, known bool) string {
-	if !known {
-		return mcp.SideEffectDestructive
+// policyTool is the CEL variable `tool` of a call to name whose listed
+// definition is tool (zero unless known), computed afresh.
+func policyTool(name string, tool mcp.Tool, known bool) policy.Tool {
+	return factsOf(tool, known).policyTool(name)
+}
+
+// toolFacts is what the gateway derives from one listed tool definition
+// when it is catalogued (catalog.upsert, catalog.replace), not per call:
+// its normalized intent (evidence.md §4, evidence.ToolIntentOf) and the
+// policy's view of it. Read-only once made; its maps and slices are shared
+// by every call of that definition (CEL never writes to them).
+type toolFacts struct {
+	intent evidence.ToolIntent
+	tool   policy.Tool // everything but Name
+	// name and view are the listed name and policy's view of tool by
+	// that name; nil view for unknownFacts, whose name is each call's.
+	name string
+	view *policy.ToolView
+}
+
+// newToolFacts returns the facts of a listed definition.
+func newToolFacts(t mcp.Tool) *toolFacts {
+	it := evidence.ToolIntentOf(&t)
+	f := &toolFacts{intent: it, tool: policy.Tool{
+		Known: true, Title: t.Title, Description: t.Description, Annotations: t.Annotations.Map(),
+		DeclaredSideEffects: it.DeclaredSideEffects, SideEffect: it.SideEffect, DataClasses: it.DataClasses,
+		Externality: it.Externality, RequiredScopes: it.RequiredScopes, MetadataConfidence: evidence.Confidence(it, 0),
+		Sources: it.Sources, MetadataConflicts: it.ConflictFields(),
+	}}
+	f.name, f.view = t.Name, policy.NewToolView(f.policyTool(t.Name))
+	return f
+}
+
+// viewFor returns the policy view of a call to name, nil when name is not
+// the name the view was made with (the Input then builds its own).
+func (f *toolFacts) viewFor(name string) *policy.ToolView {
+	if f.view == nil || f.name != name {
+		return nil
 	}
-	return tool.Annotations.SideEffect()
+	return f.view
+}
+
+// unknownFacts are the facts of a tool the gateway has not seen listed
+// (or whose listing went stale): every field unknown, side_effect
+// destructive, externality external (evidence.md §4).
+var unknownFacts = func() *toolFacts {
+	it := evidence.ToolIntentOf(nil)
+	return &toolFacts{intent: it, tool: policy.Tool{
+		SideEffect: it.SideEffect, Externality: it.Externality, Sources: it.Sources,
+	}}
+}()
+
+// factsOf is newToolFacts(tool), or unknownFacts when !known.
+func factsOf(tool mcp.Tool, known bool) *toolFacts {
+	if !known {
+		return unknownFacts
+	}
+	return newToolFacts(tool)
+}
+
+// policyTool is the policy's view of a call to name of this definition.
+func (f *toolFacts) policyTool(name string) policy.Tool {
+	t := f.tool
+	t.Name = name
+	return t
 }

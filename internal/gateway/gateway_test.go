@@ -19,7 +19,10 @@ import (
 
 const testTools = `{"tools":[` +
 	`{"name":"read","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}},"annotations":{"readOnlyHint":true}},` +
-	`{"name":"write","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false}}]}`
+	`{"name":"write","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false}},` +
+	// read-only by its annotations, writing by its _meta declaration: the
+	// gateway normalizes it to mutating (evidence.md §4; intent_test.go).
+	`{"name":"note","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},"_meta":{"dev.gatehouse/security":{"declared_side_effects":["write"]}}}]}`
 
 // harness runs a Session between an in-memory client and an in-memory
 // server. The server answers tools/list with testTools and echoes every

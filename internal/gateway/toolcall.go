@@ -204,14 +204,18 @@ func (s *Session) wasAbandoned(slot *pending) bool {
 func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
 	isRequest := m.Kind == jsonrpc.KindRequest
 	received := time.Now()
-	tool, known, stale, gen := s.catalog.lookupGen(p.name)
+	tool, facts, known, stale, gen := s.catalog.lookupGen(p.name)
 	if stale {
 		// The server said its tools changed and the new list could not be
 		// fetched: the old definition is not to be trusted.
 		known = false
 	}
+	if !known || facts == nil {
+		facts = factsOf(tool, known)
+	}
 	meta := decodeObject(p.meta)
-	sideEffect := toolSideEffect(tool, known)
+	// The normalized side effect (evidence.md §4), as policy sees it.
+	sideEffect := facts.intent.SideEffect
 	var d policy.Decision
 	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
 		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase,
@@ -227,7 +231,8 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		in := &policy.Input{
 			Principal: s.cfg.Principal,
 			ServerID:  s.cfg.ServerID,
-			Tool:      policyTool(p.name, tool, known), // its annotations map only on a cache miss
+			Tool:      facts.policyTool(p.name), // computed once per catalogued definition
+			ToolView:  facts.viewFor(p.name),    // likewise: no map of the tool per call
 			Meta:      meta,
 		}
 		if s.cfg.Policy.UsesArguments() {
@@ -383,7 +388,7 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 		return finish(nil, nil)
 	}
 	call := &Call{
-		Name: p.name, Tool: tool, Known: known, ServerID: s.cfg.ServerID, Principal: s.cfg.Principal,
+		Name: p.name, Tool: tool, Known: known, Intent: facts.intent, facts: facts, ServerID: s.cfg.ServerID, Principal: s.cfg.Principal,
 		ID: m.ID, Arguments: p.arguments, Meta: p.meta, ToolCallID: tcID, ToolCallIDStrength: strength,
 		Decision: d, Forwarded: allowed, DecisionEventID: eventID, Received: received,
 	}

@@ -49,6 +49,11 @@ func BenchmarkEvaluate(b *testing.B) {
 			Tool:      Tool{Name: "read_file", Known: true, Annotations: ro.Map(), SideEffect: ro.SideEffect()},
 			Arguments: args}, ActionAllow},
 	}
+	// The gateway's form: one ToolView per tool definition.
+	viewed := cases[0]
+	viewed.name = "deny_mutating_view"
+	viewed.in.ToolView = NewToolView(viewed.in.Tool)
+	cases = append(cases, viewed)
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

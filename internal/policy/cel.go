@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -78,8 +79,11 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 var fixedFields = map[string][]string{
 	varPrincipal: {"id", "role"},
 	varServer:    {"id"},
-	varTool:      {"name", "known", "title", "description", "annotations", "side_effect"},
-	varReceipt:   {"status", "conflicts"},
+	varTool: {"name", "known", "title", "description", "annotations",
+		"declared_side_effects", "side_effect", "data_classes", "externality", "required_scopes",
+		"metadata_confidence", "sources", "metadata_conflicts"},
+	varReceipt:     {"status", "conflicts"},
+	"tool.sources": toolmeta.Fields,
 }
 
 // checkFields refuses an access to a member that principal, server or
@@ -119,8 +123,8 @@ func checkFields(a *celast.AST) error {
 		if !ok {
 			continue
 		}
-		name, isVar := variable(operand)
-		if !isVar || shadowed[scopedName{operand.ID(), name}] {
+		name, isVar := fieldPath(operand, shadowed)
+		if !isVar {
 			continue
 		}
 		fields, fixed := fixedFields[name]
@@ -131,6 +135,42 @@ func checkFields(a *celast.AST) error {
 		return fmt.Errorf("%d:%d: %s has no field %q (it has %s)", loc.Line(), loc.Column()+1, name, field, strings.Join(fields, ", "))
 	}
 	return nil
+}
+
+// fieldPath returns the path e names: a policy variable ("tool"), or a
+// member of one selected with a constant (tool.sources or
+// tool["sources"]: "tool.sources"), also through dyn(). ok is false for
+// anything else, including a variable a comprehension shadows.
+func fieldPath(e celast.Expr, shadowed map[scopedName]bool) (path string, ok bool) {
+	return fieldPathDepth(e, shadowed, 2)
+}
+
+// fieldPathDepth is fieldPath for paths of at most depth selections.
+func fieldPathDepth(e celast.Expr, shadowed map[scopedName]bool, depth int) (path string, ok bool) {
+	if name, isVar := variable(e); isVar {
+		return name, !shadowed[scopedName{e.ID(), name}]
+	}
+	if depth == 0 {
+		return "", false
+	}
+	var operand celast.Expr
+	var f string
+	switch {
+	case e.Kind() == celast.SelectKind && !e.AsSelect().IsTestOnly():
+		operand, f = e.AsSelect().Operand(), e.AsSelect().FieldName()
+	case e.Kind() == celast.CallKind && e.AsCall().FunctionName() == operators.Index && len(e.AsCall().Args()) == 2:
+		if f, ok = constString(e.AsCall().Args()[1]); !ok {
+			return "", false
+		}
+		operand = e.AsCall().Args()[0]
+	default:
+		return "", false
+	}
+	name, ok := fieldPathDepth(operand, shadowed, depth-1)
+	if !ok {
+		return "", false
+	}
+	return name + "." + f, true
 }
 
 // scopedName is a variable name at one expression (by id).
@@ -167,19 +207,33 @@ func shadowedNames(a *celast.AST) map[scopedName]bool {
 	return shadowed
 }
 
-// fieldTypes are the CEL types of the fixed fields that hold a string or
-// a bool, and fieldValues the values of those with a vocabulary.
+// fieldTypes are the CEL types of the fixed fields that hold a string, a
+// bool, a number or a list, fieldValues the values of those with a
+// vocabulary (for a list: of its elements).
 var (
 	fieldTypes = map[string]string{
 		"principal.id": "string", "principal.role": "string", "server.id": "string",
 		"tool.name": "string", "tool.known": "bool", "tool.title": "string", "tool.description": "string",
-		"tool.side_effect": "string", "receipt.status": "string", "receipt.conflicts": "int",
+		"tool.declared_side_effects": "list", "tool.side_effect": "string", "tool.data_classes": "list",
+		"tool.externality": "string", "tool.required_scopes": "list", "tool.metadata_confidence": "double",
+		"tool.metadata_conflicts": "list",
+		"receipt.status":          "string", "receipt.conflicts": "int",
 	}
 	fieldValues = map[string][]string{
-		"tool.side_effect": {mcp.SideEffectReadOnly, mcp.SideEffectMutating, mcp.SideEffectDestructive},
-		"receipt.status":   ReceiptStatuses,
+		"tool.declared_side_effects": toolmeta.Effects,
+		"tool.side_effect":           toolmeta.SideEffects,
+		"tool.externality":           toolmeta.Externalities,
+		"tool.metadata_conflicts":    toolmeta.Fields,
+		"receipt.status":             ReceiptStatuses,
 	}
 )
+
+func init() {
+	for _, f := range toolmeta.Fields {
+		fieldTypes["tool.sources."+f] = "string"
+		fieldValues["tool.sources."+f] = toolmeta.Sources
+	}
+}
 
 // checkComparisons refuses a comparison that can never hold, or always
 // holds, because a fixed field is compared with a literal it can never
@@ -192,25 +246,10 @@ var (
 func checkComparisons(a *celast.AST) error {
 	shadowed := shadowedNames(a)
 	field := func(e celast.Expr) (string, bool) {
-		var operand celast.Expr
-		var f string
-		switch {
-		case e.Kind() == celast.SelectKind && !e.AsSelect().IsTestOnly():
-			operand, f = e.AsSelect().Operand(), e.AsSelect().FieldName()
-		case e.Kind() == celast.CallKind && e.AsCall().FunctionName() == operators.Index && len(e.AsCall().Args()) == 2:
-			var ok bool
-			if f, ok = constString(e.AsCall().Args()[1]); !ok {
-				return "", false
-			}
-			operand = e.AsCall().Args()[0]
-		default:
+		path, ok := fieldPath(e, shadowed)
+		if !ok || !strings.Contains(path, ".") {
 			return "", false
 		}
-		name, isVar := variable(operand)
-		if !isVar || shadowed[scopedName{operand.ID(), name}] {
-			return "", false
-		}
-		path := name + "." + f
 		_, typed := fieldTypes[path]
 		return path, typed
 	}
@@ -221,6 +260,18 @@ func checkComparisons(a *celast.AST) error {
 		loc := a.SourceInfo().GetStartLocation(at.ID())
 		v := lit.AsLiteral().Value()
 		want := fieldTypes[path]
+		if want == "list" {
+			if op != "element" {
+				return fmt.Errorf("%d:%d: %s is a list: %s %s can never hold (test an element with \"in\")", loc.Line(), loc.Column()+1, path, op, literalText(v))
+			}
+			if _, isString := v.(string); !isString {
+				return fmt.Errorf("%d:%d: %s is a list of strings: %s in it can never hold", loc.Line(), loc.Column()+1, path, literalText(v))
+			}
+			if vocab, ok := fieldValues[path]; ok && !slices.Contains(vocab, v.(string)) {
+				return fmt.Errorf("%d:%d: %s holds only %s: %q in it can never hold", loc.Line(), loc.Column()+1, path, strings.Join(vocab, ", "), v)
+			}
+			return nil
+		}
 		got := ""
 		switch v.(type) {
 		case string:
@@ -229,29 +280,29 @@ func checkComparisons(a *celast.AST) error {
 			got = "bool"
 		case int64:
 			got = "int"
+			if want == "double" {
+				got = "double"
+			}
 		case uint64, float64:
 			// CEL compares numbers across types: 1.0 and 1u can
-			// equal an int.
-			if want == "int" {
-				got = "int"
-			} else {
+			// equal an int, 1 a double.
+			switch want {
+			case "int", "double":
+				got = want
+			default:
 				got = "number"
 			}
 		default:
 			got = fmt.Sprintf("%T", v)
 		}
 		if got != want {
-			text := fmt.Sprint(v)
-			if str, ok := v.(string); ok {
-				text = strconv.Quote(str)
-			}
 			article := "a"
 			if want == "int" {
 				article = "an"
 			}
-			return fmt.Errorf("%d:%d: %s is %s %s: %s %s can never hold (compare it with %s %s)", loc.Line(), loc.Column()+1, path, article, want, op, text, article, want)
+			return fmt.Errorf("%d:%d: %s is %s %s: %s %s can never hold (compare it with %s %s)", loc.Line(), loc.Column()+1, path, article, want, op, literalText(v), article, want)
 		}
-		if vocab, ok := fieldValues[path]; ok && !slices.Contains(vocab, v.(string)) {
+		if vocab, ok := fieldValues[path]; ok && !strings.ContainsAny(op, "<>") && !slices.Contains(vocab, v.(string)) {
 			return fmt.Errorf("%d:%d: %s is one of %s: %s %q can never hold", loc.Line(), loc.Column()+1, path, strings.Join(vocab, ", "), op, v)
 		}
 		return nil
@@ -275,7 +326,22 @@ func checkComparisons(a *celast.AST) error {
 					}
 				}
 			}
+		case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+			for _, pair := range [2][2]celast.Expr{{args[0], args[1]}, {args[1], args[0]}} {
+				if path, ok := field(pair[0]); ok {
+					if err := check(e, path, pair[1], ordering[fn]); err != nil {
+						return err
+					}
+				}
+			}
 		case operators.In:
+			if path, ok := field(args[1]); ok && fieldTypes[path] == "list" {
+				// "write" in tool.declared_side_effects
+				if err := check(e, path, args[0], "element"); err != nil {
+					return err
+				}
+				continue
+			}
 			path, ok := field(args[0])
 			if !ok || args[1].Kind() != celast.ListKind {
 				continue
@@ -288,6 +354,19 @@ func checkComparisons(a *celast.AST) error {
 		}
 	}
 	return nil
+}
+
+// ordering names the ordering operators checkComparisons checks.
+var ordering = map[string]string{
+	operators.Less: "<", operators.LessEquals: "<=", operators.Greater: ">", operators.GreaterEquals: ">=",
+}
+
+// literalText is a literal as a message shows it: strings quoted.
+func literalText(v any) string {
+	if str, ok := v.(string); ok {
+		return strconv.Quote(str)
+	}
+	return fmt.Sprint(v)
 }
 
 // variable returns the name of the identifier e is, also through dyn(e).
@@ -438,6 +517,67 @@ func (r *rule) eval(a *activation) (match, ok bool) {
 // emptyMap stands in for absent maps. CEL never writes to it.
 var emptyMap = map[string]any{}
 
+// ToolView is the value conditions see as the variable `tool` for one
+// [Tool], built once by [NewToolView] for a caller that evaluates many
+// calls of one tool definition (the gateway keeps one per catalogued
+// definition): Evaluate then builds no map of the tool per call. It is
+// immutable and safe for concurrent use.
+type ToolView struct{ m map[string]any }
+
+// NewToolView returns the view of t, with the presentation defaults of
+// [Tool] applied (an empty side_effect is "destructive", ...). t's maps and
+// slices are shared, not copied: the caller must not modify them.
+func NewToolView(t Tool) *ToolView { return &ToolView{m: toolMap(&t)} }
+
+// toolMap is the CEL map of variable `tool` for t.
+func toolMap(t *Tool) map[string]any {
+	ann := t.Annotations
+	if ann == nil {
+		ann = emptyMap
+	}
+	se := t.SideEffect
+	if se == "" {
+		se = mcp.SideEffectDestructive
+	}
+	ext := t.Externality
+	if ext == "" {
+		ext = "external"
+	}
+	sources := t.Sources
+	if len(sources) < len(toolmeta.Fields) {
+		sources = make(map[string]string, len(toolmeta.Fields))
+		for _, f := range toolmeta.Fields {
+			sources[f] = toolmeta.SourceUnknown
+			if s, ok := t.Sources[f]; ok {
+				sources[f] = s
+			}
+		}
+	}
+	return map[string]any{
+		"name":                  t.Name,
+		"known":                 t.Known,
+		"title":                 t.Title,
+		"description":           t.Description,
+		"annotations":           ann,
+		"declared_side_effects": listOrEmpty(t.DeclaredSideEffects),
+		"side_effect":           se,
+		"data_classes":          listOrEmpty(t.DataClasses),
+		"externality":           ext,
+		"required_scopes":       listOrEmpty(t.RequiredScopes),
+		"metadata_confidence":   t.MetadataConfidence,
+		"sources":               sources,
+		"metadata_conflicts":    listOrEmpty(t.MetadataConflicts),
+	}
+}
+
+// listOrEmpty is l, or an empty list for nil. CEL never writes to it.
+func listOrEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
 // activation resolves the CEL variables of one Evaluate call. The small maps
 // for principal, server and tool are built on first use and reused by every
 // condition of the call.
@@ -482,22 +622,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.server, true
 	case varTool:
 		if a.tool == nil {
-			t := &a.in.Tool
-			ann := t.Annotations
-			if ann == nil {
-				ann = emptyMap
-			}
-			se := t.SideEffect
-			if se == "" {
-				se = mcp.SideEffectDestructive
-			}
-			a.tool = map[string]any{
-				"name":        t.Name,
-				"known":       t.Known,
-				"title":       t.Title,
-				"description": t.Description,
-				"annotations": ann,
-				"side_effect": se,
+			if v := a.in.ToolView; v != nil {
+				a.tool = v.m
+			} else {
+				a.tool = toolMap(&a.in.Tool)
 			}
 		}
 		return a.tool, true

@@ -249,7 +249,11 @@ func TestConditionValues(t *testing.T) {
 		Principal: Principal{ID: "user_1", Role: "agent"},
 		ServerID:  "srv",
 		Tool: Tool{Name: "t", Known: true, Title: "Title", Description: "desc",
-			Annotations: map[string]any{"readOnlyHint": true}, SideEffect: "read_only"},
+			Annotations: map[string]any{"readOnlyHint": true}, SideEffect: "read_only",
+			DeclaredSideEffects: []string{"read", "network"}, DataClasses: []string{"pii"}, Externality: "third_party",
+			RequiredScopes: []string{"docs.read"}, MetadataConfidence: 0.62,
+			Sources:           map[string]string{"declared_side_effects": "meta", "side_effect": "annotation", "data_classes": "heuristic", "externality": "meta", "required_scopes": "meta"},
+			MetadataConflicts: []string{"side_effect"}},
 		Arguments: map[string]any{
 			"int":    int64(42),
 			"float":  1.5,
@@ -298,6 +302,15 @@ func TestConditionValues(t *testing.T) {
 		{`arguments.missing == 1 || false`, &in, "error"},
 		{`type(arguments.obj.k) == string && type(arguments.int) == int && type(arguments.big) == double`, &in, true},
 		{`meta["progressToken"] == "p1" && !("io.modelcontextprotocol/protocolVersion" in meta)`, &in, true},
+		// The normalized fields (evidence.md §4).
+		{`"network" in tool.declared_side_effects && !("write" in tool.declared_side_effects) && tool.data_classes == ["pii"] && tool.externality == "third_party"`, &in, true},
+		{`tool.required_scopes.exists(s, s.startsWith("docs.")) && tool.metadata_confidence > 0.6 && tool.metadata_confidence < 0.7`, &in, true},
+		{`tool.sources.side_effect == "annotation" && tool.sources["data_classes"] == "heuristic" && tool.metadata_conflicts == ["side_effect"]`, &in, true},
+		{`tool.sources.side_effect == "unknown" && tool.sources.externality == "meta"`, &Input{Tool: Tool{Sources: map[string]string{"externality": "meta"}}}, true},
+		// Zero input: empty maps and lists, destructive side effect,
+		// external, every source unknown, confidence 0.
+		{`size(tool.declared_side_effects) == 0 && size(tool.data_classes) == 0 && size(tool.required_scopes) == 0 && size(tool.metadata_conflicts) == 0`, &Input{}, true},
+		{`tool.externality == "external" && tool.metadata_confidence == 0.0 && tool.sources.all(f, tool.sources[f] == "unknown") && size(tool.sources) == 5`, &Input{}, true},
 		// Zero input: empty maps, destructive side effect.
 		{`size(arguments) == 0 && size(meta) == 0 && size(tool.annotations) == 0`, &Input{}, true},
 		{`tool.side_effect == "destructive" && !tool.known && tool.name == ""`, &Input{}, true},
@@ -321,6 +334,14 @@ func TestConditionValues(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("condition %s: got %v (%+v), want %v", tt.cond, got, d, tt.want)
+			}
+			// The same through a ToolView made once from the tool.
+			if tt.in != nil {
+				viewed := *tt.in
+				viewed.ToolView = NewToolView(tt.in.Tool)
+				if dv := p.Evaluate(&viewed); dv != d {
+					t.Errorf("condition %s with a ToolView: %+v, without %+v", tt.cond, dv, d)
+				}
 			}
 		})
 	}

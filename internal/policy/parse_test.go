@@ -59,7 +59,7 @@ func TestLoadErrors(t *testing.T) {
 		{"cel-dyn.yaml", ":5: rule dyn_condition: condition: type is dyn, want bool (compare explicitly, e.g. arguments.flag == true)"},
 		{"cel-empty.yaml", ":5: rule blank: when must not be empty"},
 		{"cel-bad-regex.yaml", ":5: rule bad_regex: condition: 1:24: invalid matches argument"},
-		{"cel-unknown-field.yaml", `:5: rule readonly_typo: condition: 1:43: tool has no field "side_efect" (it has name, known, title, description, annotations, side_effect)`},
+		{"cel-unknown-field.yaml", `:5: rule readonly_typo: condition: 1:43: tool has no field "side_efect" (it has name, known, title, description, annotations, declared_side_effects, side_effect, data_classes, externality, required_scopes, metadata_confidence, sources, metadata_conflicts)`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -389,6 +389,22 @@ func TestImpossibleComparisons(t *testing.T) {
 		{`tool.side_effect in ["read_only", "write"]`, `in "write" can never hold`},
 		{`server.id == true`, `server.id is a string`},
 		{`principal.role == 1.5`, `principal.role is a string: == 1.5 can never hold`},
+		// The normalized fields (evidence.md §4, §5).
+		{`tool.externality in ["internal", "third_party"] && tool.externality != "external"`, ""},
+		{`tool.externality == "thirdparty"`, `tool.externality is one of internal, external, third_party: == "thirdparty" can never hold`},
+		{`"write" in tool.declared_side_effects && !("delete" in tool.declared_side_effects)`, ""},
+		{`"writes" in tool.declared_side_effects`, `tool.declared_side_effects holds only read, write, delete, execute, share, export, message, network: "writes" in it can never hold`},
+		{`1 in tool.data_classes`, `tool.data_classes is a list of strings: 1 in it can never hold`},
+		{`"anything" in tool.data_classes && "repo:write" in tool.required_scopes`, ""}, // open vocabularies
+		{`tool.declared_side_effects == "write"`, `tool.declared_side_effects is a list: == "write" can never hold`},
+		{`"side_effect" in tool.metadata_conflicts`, ""},
+		{`"side-effect" in tool.metadata_conflicts`, `tool.metadata_conflicts holds only declared_side_effects, side_effect`},
+		{`tool.sources.side_effect == "meta" && tool.sources["externality"] in ["annotation", "heuristic"]`, ""},
+		{`tool.sources.side_effect == "declaration"`, `tool.sources.side_effect is one of verified_receipt, unsigned_receipt, meta, annotation, heuristic, unknown: == "declaration" can never hold`},
+		{`tool.metadata_confidence >= 0.5 && tool.metadata_confidence < 1 && tool.metadata_confidence != 0u`, ""},
+		{`tool.metadata_confidence == "high"`, `tool.metadata_confidence is a double: == "high" can never hold (compare it with a double)`},
+		{`tool.metadata_confidence < "0.5"`, `tool.metadata_confidence is a double: < "0.5" can never hold`},
+		{`tool.side_effect < "x" || tool.name > "m"`, ""}, // ordering strings is not a vocabulary test
 		// optMap binds its variable like a comprehension: not the tool.
 		{`optional.of({"known": "x"}).optMap(tool, tool.known == "x").orValue(false)`, ""},
 	} {
@@ -429,6 +445,15 @@ func TestFixedFields(t *testing.T) {
 		{`tool.?title.orValue("") == "" && "side_effect" in tool && dyn(tool).name != ""`, true},
 		{`tool.side_efect == "read_only" || [1].exists(tool, tool > 0)`, false}, // the shadowing is only inside the comprehension
 		{`principal.rol == "r" && [1].all(principal, principal > 0)`, false},
+		// The normalized fields (evidence.md §4) and the keys of tool.sources.
+		{`"write" in tool.declared_side_effects && tool.externality == "internal" && size(tool.data_classes) == 0 && size(tool.required_scopes) > 0 && tool.metadata_confidence > 0.5 && size(tool.metadata_conflicts) == 0`, true},
+		{`tool.sources.side_effect == "meta" && tool.sources["externality"] != "unknown" && has(tool.sources.data_classes) && "required_scopes" in tool.sources`, true},
+		{`tool.side_effects == ["write"]`, false},
+		{`tool.sources.sideeffect == "meta"`, false},
+		{`tool["sources"].side_efect == "meta"`, false},
+		{`has(tool.sources.externalty)`, false},
+		{`"scopes" in tool.sources`, false},
+		{`tool.sources.?side_efect.orValue("") == ""`, false},
 		{`[{"rol": "r"}].all(principal, principal.rol == "r") && principal.role == "r"`, true},
 	} {
 		_, err := Parse("t.yaml", []byte("name: s\nversion: \"1\"\nrules:\n  - id: r\n    when: '"+tc.when+"'\n    action: deny\n    reason: r\n"))

@@ -147,10 +147,16 @@ type Principal struct {
 	Role string `json:"role"`
 }
 
-// Tool is the normalized metadata of the called tool (evidence.md §4): CEL
-// variable `tool`, a map with keys `name` (string), `known` (bool), `title`
-// (string), `description` (string), `annotations` (map) and `side_effect`
-// (string).
+// Tool is the called tool as conditions see it, with its normalized
+// metadata (evidence.md §4, §5): CEL variable `tool`, a map with keys
+// `name` (string), `known` (bool), `title` (string), `description`
+// (string), `annotations` (map), and the normalized fields
+// `declared_side_effects` (list of strings), `side_effect` (string),
+// `data_classes` (list), `externality` (string), `required_scopes` (list),
+// `metadata_confidence` (double), `sources` (map from each of the five
+// field names to its source) and `metadata_conflicts` (list of the field
+// names on which the tool's metadata sources disagree). The gateway fills
+// it from evidence.ToolIntentOf of the listed definition.
 type Tool struct {
 	// Name is the tool name from params.name.
 	Name string `json:"name"`
@@ -164,11 +170,37 @@ type Tool struct {
 	// mcp.Annotations.Map (spec defaults applied). Nil or empty when the tool
 	// is unknown; a nil map is presented to conditions as an empty map.
 	Annotations map[string]any `json:"annotations"`
-	// SideEffect is the side effect summary: "read_only", "mutating" or
-	// "destructive" (mcp.Annotations.SideEffect). Empty is presented to
-	// conditions as "destructive", the specification default for a tool about
-	// which nothing is known.
+	// DeclaredSideEffects is declared_side_effects, a subset of
+	// toolmeta.Effects (read, write, delete, execute, share, export,
+	// message, network); nil is presented as an empty list.
+	DeclaredSideEffects []string `json:"declared_side_effects,omitempty"`
+	// SideEffect is the normalized side_effect: "read_only", "mutating"
+	// or "destructive". Empty is presented to conditions as
+	// "destructive", the specification default for a tool about which
+	// nothing is known.
 	SideEffect string `json:"side_effect"`
+	// DataClasses is data_classes (an open vocabulary: pii, secrets,
+	// financial, source_code, ...); nil is presented as an empty list.
+	DataClasses []string `json:"data_classes,omitempty"`
+	// Externality is "internal", "external" or "third_party". Empty is
+	// presented as "external", the openWorldHint default.
+	Externality string `json:"externality,omitempty"`
+	// RequiredScopes is required_scopes; nil is presented as an empty
+	// list.
+	RequiredScopes []string `json:"required_scopes,omitempty"`
+	// MetadataConfidence is metadata_confidence in [0, 1]
+	// (evidence.Confidence of the tool's intent, without a receipt).
+	MetadataConfidence float64 `json:"metadata_confidence,omitempty"`
+	// Sources maps each of the five field names (toolmeta.Fields)
+	// to its source (toolmeta.Sources: verified_receipt,
+	// unsigned_receipt, meta, annotation, heuristic, unknown). A field
+	// missing from it is presented as "unknown".
+	Sources map[string]string `json:"sources,omitempty"`
+	// MetadataConflicts are the fields, in toolmeta.Fields order,
+	// on which the metadata sources disagree (each a
+	// metadata_conflict:<field> warning); nil is presented as an empty
+	// list.
+	MetadataConflicts []string `json:"metadata_conflicts,omitempty"`
 }
 
 // Input is everything a policy may look at for one tools/call. The gateway
@@ -181,6 +213,10 @@ type Input struct {
 	ServerID string `json:"server_id"`
 	// Tool is CEL variable `tool`.
 	Tool Tool `json:"tool"`
+	// ToolView, when non-nil, is what conditions see as `tool` instead of
+	// a view built from Tool for this call: the caller must have made it
+	// with NewToolView(Tool) (the same values), once per tool definition.
+	ToolView *ToolView `json:"-"`
 	// Arguments is params.arguments decoded from JSON: CEL variable
 	// `arguments`. Values are nil, bool, string, int64 (integral numbers
 	// that fit), float64 (other numbers, including integers beyond int64),

@@ -284,3 +284,117 @@ func TestDenyMessageIsJSON(t *testing.T) {
 		})
 	}
 }
+
+// noteTools is a tool set with a tool that is read-only by its
+// annotations and writing by its _meta security declaration.
+const noteTools = `[
+ {"name":"echo","description":"Returns its arguments.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},
+ {"name":"note","description":"Keeps a note.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},
+  "_meta":{"dev.gatehouse/security":{"declared_side_effects":["write"]}}}
+]`
+
+// TestNormalizedIntentDecides: through the binary and the fake server,
+// with the ledger off and on, the readonly-agent example denies a
+// readonly_agent the tool whose annotations say readOnlyHint but whose
+// _meta declaration says it writes (evidence.md §4: conflicts resolve
+// toward the more dangerous value), the decision event records
+// side_effect mutating, and with the ledger on the decision receipt
+// carries the metadata_conflict warnings and the lowered
+// metadata_confidence. Another role may call it; echo stays allowed.
+func TestNormalizedIntentDecides(t *testing.T) {
+	readonly := examplePolicy(t, "readonly-agent.yaml")
+	for _, mode := range []string{"no-ledger", "ledger"} {
+		for _, role := range []string{"readonly_agent", "admin"} {
+			t.Run(mode+"/"+role, func(t *testing.T) {
+				dir := t.TempDir()
+				tools := writeFile(t, dir, "tools.json", noteTools)
+				record := filepath.Join(dir, "record")
+				dl := filepath.Join(dir, "decisions.jsonl")
+				state := filepath.Join(dir, "ledger.db")
+				src := "gatehouse://e2e/intent"
+				args := []string{"wrap", "--policy", readonly, "--role", role, "--decision-log", dl, "--event-source", src}
+				if mode == "no-ledger" {
+					args = append(args, "--no-ledger")
+				} else {
+					args = append(args, "--state", state)
+				}
+				p := startGatehouse(t, append(args, "--", fakeServerBin, "--tools", tools, "--record", record)...)
+				p.initialize("2025-06-18")
+				p.call("1", "tools/list", "")
+				note, _ := p.call("2", "tools/call", `{"name":"note","arguments":{"text":"x"}}`)
+				echo, _ := p.call("3", "tools/call", `{"name":"echo","arguments":{}}`)
+				p.closeStdin()
+				if code := p.wait(); code != 0 {
+					t.Fatalf("exit code %d", code)
+				}
+				if echo["result"] == nil {
+					t.Fatalf("echo: %v", echo)
+				}
+				rec, _ := os.ReadFile(record)
+				reached := strings.Contains(string(rec), `"name":"note"`)
+				if role == "readonly_agent" {
+					var e struct {
+						Code    int    `json:"code"`
+						Message string `json:"message"`
+					}
+					if err := json.Unmarshal(note["error"], &e); err != nil || e.Code != codeDenied || !strings.Contains(e.Message, denyRule) {
+						t.Fatalf("note: %s %s, want denied by %s", note["error"], note["result"], denyRule)
+					}
+					if reached {
+						t.Fatal("the denied call reached the server")
+					}
+				} else if note["result"] == nil || !reached {
+					t.Fatalf("note for %s: reached %v, answer %v", role, reached, note)
+				}
+				sides := map[string]string{}
+				for _, ev := range readDecisionLog(t, dl, src) {
+					if ev.Type != typeDecision {
+						continue
+					}
+					var d struct {
+						Tool       string `json:"tool"`
+						SideEffect string `json:"side_effect"`
+					}
+					if err := json.Unmarshal(ev.Data, &d); err != nil {
+						t.Fatal(err)
+					}
+					sides[d.Tool] = d.SideEffect
+				}
+				if sides["note"] != "mutating" || sides["echo"] != "read_only" {
+					t.Errorf("decision events' side_effect %v, want note mutating and echo read_only", sides)
+				}
+				if mode != "ledger" {
+					return
+				}
+				code, out, stderr := runGatehouse(t, "", "ledger", "show", "--state", state, "--json", "--kind", "gateway_decision")
+				if code != 0 {
+					t.Fatalf("ledger show: exit %d: %s", code, stderr)
+				}
+				n := 0
+				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+					var e struct {
+						Payload struct {
+							ToolName           string   `json:"tool_name"`
+							MetadataConfidence float64  `json:"metadata_confidence"`
+							Warnings           []string `json:"warnings"`
+						} `json:"payload"`
+					}
+					if err := json.Unmarshal([]byte(l), &e); err != nil {
+						t.Fatalf("ledger show line %q: %v", l, err)
+					}
+					if e.Payload.ToolName != "note" {
+						continue
+					}
+					n++
+					w := strings.Join(e.Payload.Warnings, ",")
+					if !strings.Contains(w, "metadata_conflict:declared_side_effects,metadata_conflict:side_effect") || e.Payload.MetadataConfidence != 0.45 {
+						t.Errorf("note's decision receipt: warnings %v, metadata_confidence %v", e.Payload.Warnings, e.Payload.MetadataConfidence)
+					}
+				}
+				if want := map[string]int{"readonly_agent": 1, "admin": 2}[role]; n != want { // a forwarded call also has an outcome
+					t.Errorf("%d decision receipts for note, want %d", n, want)
+				}
+			})
+		}
+	}
+}

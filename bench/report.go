@@ -9,6 +9,34 @@ import (
 	"time"
 )
 
+// RawRelayName is the name of the raw-relay variant (gatehouse-bench
+// rawrelay), the floor the pipeline's targets are stated against.
+const RawRelayName = "raw-relay"
+
+// The pipeline issue's targets, against floors measured in the same run:
+// the raw relay (the Go floor of any stdio relay) and the disk's
+// fdatasync.
+const (
+	// FloorCPURatio: ledger-off CPU per call at 64 in flight at most this
+	// many times the raw relay's.
+	FloorCPURatio = 2.0
+	// FloorThroughput: ledger-off throughput at least this share of the
+	// raw relay's.
+	FloorThroughput = 0.70
+	// FloorAddedP50, FloorAddedP99: ledger-off added latency at one in
+	// flight at most this much above the raw relay's.
+	FloorAddedP50 = 15 * time.Microsecond
+	FloorAddedP99 = 60 * time.Microsecond
+	// EvidenceCPU64: ledger-on CPU per call at 64 in flight at most this
+	// much above ledger off.
+	EvidenceCPU64 = 25 * time.Microsecond
+	// EvidenceAddedP50: ledger-on added p50 at one in flight at most two
+	// fdatasync p50s plus this above ledger off.
+	EvidenceAddedP50 = 100 * time.Microsecond
+	// EvidenceCPU1: ledger-on CPU per call at one in flight at most this.
+	EvidenceCPU1 = 150 * time.Microsecond
+)
+
 // The targets the report checks.
 const (
 	TargetAddedP50   = 40 * time.Microsecond
@@ -213,6 +241,8 @@ func (r *Results) Print(w io.Writer) {
 			mib(int64(f.ReqBytes)), f.Variant.Name, mib(peak), x, TargetFrameRatio, verdict(x <= TargetFrameRatio))
 	}
 
+	r.printFloorTargets(w)
+
 	// Latency.
 	fmt.Fprintf(w, "\n## One call in flight (%d calls per variant, interleaved batches of %d; slow variants 1/Div of both)\n\n", r.Config.LatencyCalls, r.Config.Batch)
 	fmt.Fprintf(w, "| variant | calls | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | added p50 µs | added p99 µs | added p50 per batch, IQR µs | CPU µs/call | run-queue wait µs/call |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -292,6 +322,55 @@ func (r *Results) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// printFloorTargets prints the pipeline issue's targets, each against the
+// floor measured in this run: the raw relay for the ledger-off gateway,
+// the ledger-off gateway and the disk's fdatasync for the ledger on. A
+// target whose inputs were not measured is left out.
+func (r *Results) printFloorTargets(w io.Writer) {
+	raw, off, on := r.findLat(RawRelayName), r.findLat(GatewayNoLedger.Name), r.findLat(Gateway.Name)
+	tRaw, tOff, tOn := r.findThr(RawRelayName), r.findThr(GatewayNoLedger.Name), r.findThr(Gateway.Name)
+	direct := r.findLat(Direct.Name)
+	cpu := func(t *ThroughputResult) time.Duration { return t.CPU.CPU / time.Duration(max(1, t.Calls)) }
+	cpu1 := func(l *LatencyResult) time.Duration { return l.CPU.CPU / time.Duration(max(1, l.Dist.N)) }
+	fmt.Fprintf(w, "\n## Targets against the floors of this run\n\n")
+	if r.Fsync != nil {
+		fmt.Fprintf(w, "fdatasync of a 4 KiB append in %s: p50 %s µs, p99 %s µs (%d syncs).\n\n", r.Fsync.Dir, us(r.Fsync.Dist.P50), us(r.Fsync.Dist.P99), r.Fsync.Dist.N)
+	}
+	fmt.Fprintf(w, "| measure | result | floor in this run | target | verdict |\n|---|---|---|---|---|\n")
+	if tRaw != nil && tOff != nil {
+		x := float64(cpu(tOff)) / float64(max(1, cpu(tRaw)))
+		fmt.Fprintf(w, "| ledger off: CPU per call, %d in flight | %s µs = %.2fx raw relay | raw relay %s µs | <= %.0fx | %s |\n",
+			r.Config.Window, us(cpu(tOff)), x, us(cpu(tRaw)), FloorCPURatio, verdict(x <= FloorCPURatio))
+		rs := ratios(tOff, tRaw)
+		ratio := Median(append([]float64(nil), rs...))
+		fmt.Fprintf(w, "| ledger off: throughput, %d in flight | %.0f calls/s = %.0f%% of raw relay (rounds %s) | raw relay %.0f calls/s | >= %.0f%% | %s |\n",
+			r.Config.Window, tOff.Median, 100*ratio, spread(scale(rs, 100), "%.0f%%"), tRaw.Median, 100*FloorThroughput, verdict(ratio >= FloorThroughput))
+	}
+	if raw != nil && off != nil && direct != nil {
+		d50 := (off.Dist.P50 - direct.Dist.P50) - (raw.Dist.P50 - direct.Dist.P50)
+		d99 := (off.Dist.P99 - direct.Dist.P99) - (raw.Dist.P99 - direct.Dist.P99)
+		fmt.Fprintf(w, "| ledger off: added p50, 1 in flight, above raw relay's | %s µs | raw relay adds %s µs | <= %s µs | %s |\n",
+			us(d50), us(raw.Dist.P50-direct.Dist.P50), us(FloorAddedP50), verdict(d50 <= FloorAddedP50))
+		fmt.Fprintf(w, "| ledger off: added p99, 1 in flight, above raw relay's | %s µs | raw relay adds %s µs | <= %s µs | %s |\n",
+			us(d99), us(raw.Dist.P99-direct.Dist.P99), us(FloorAddedP99), verdict(d99 <= FloorAddedP99))
+	}
+	if tOn != nil && tOff != nil {
+		d := cpu(tOn) - cpu(tOff)
+		fmt.Fprintf(w, "| ledger on: evidence CPU per call, %d in flight (above ledger off) | %s µs | ledger off %s µs | <= %s µs | %s |\n",
+			r.Config.Window, us(d), us(cpu(tOff)), us(EvidenceCPU64), verdict(d <= EvidenceCPU64))
+	}
+	if on != nil && off != nil {
+		d := on.Dist.P50 - off.Dist.P50
+		if r.Fsync != nil {
+			limit := 2*r.Fsync.Dist.P50 + EvidenceAddedP50
+			fmt.Fprintf(w, "| ledger on: added p50, 1 in flight, above ledger off | %s µs | 2 fdatasync p50 = %s µs | <= %s µs | %s |\n",
+				us(d), us(2*r.Fsync.Dist.P50), us(limit), verdict(d <= limit))
+		}
+		fmt.Fprintf(w, "| ledger on: CPU per call, 1 in flight | %s µs | ledger off %s µs | <= %s µs | %s |\n",
+			us(cpu1(on)), us(cpu1(off)), us(EvidenceCPU1), verdict(cpu1(on) <= EvidenceCPU1))
+	}
 }
 
 // perCall formats d/n in µs.

@@ -35,8 +35,8 @@ type Config struct {
 	// Features); the first must be the direct pipe and the second the
 	// gateway configuration the targets apply to.
 	Variants []Variant
-	// Phases selects what RunAll measures: any of "latency", "throughput",
-	// "memory", "frame"; empty means all.
+	// Phases selects what RunAll measures: any of "fsync", "latency",
+	// "throughput", "memory", "frame"; empty means all.
 	Phases []string
 	// Progress, when set, receives one line per phase.
 	Progress func(format string, args ...any)
@@ -157,12 +157,23 @@ type Results struct {
 	Throughput []ThroughputResult
 	Long       []LongResult
 	Frames     []FrameResult
+	// Fsync is the disk's durability floor (phase "fsync"); nil when not
+	// measured.
+	Fsync *FsyncResult
 }
 
 // RunAll runs every measurement and returns the results.
 func RunAll(cfg Config) (*Results, error) {
 	cfg.defaults()
 	res := &Results{Config: cfg, Started: time.Now(), LoadBefore: LoadAvg()}
+	if cfg.runs("fsync") {
+		cfg.Progress("fsync: 200 appends of 4 KiB + fdatasync in %s", os.TempDir())
+		fs, err := MeasureFdatasync(os.TempDir(), 200)
+		if err != nil {
+			return nil, err
+		}
+		res.Fsync = &fs
+	}
 	if cfg.runs("latency") || cfg.runs("throughput") {
 		cfg.Progress("starting %d variants", len(cfg.Variants))
 		procs := make([]*Proc, 0, len(cfg.Variants))

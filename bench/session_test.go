@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
@@ -30,6 +31,14 @@ type sessionRig struct {
 }
 
 func newSessionRig(tb testing.TB, v Variant) *sessionRig {
+	tb.Helper()
+	return newSessionRigEcho(tb, v, true)
+}
+
+// newSessionRigEcho is newSessionRig whose server answers a tools/call
+// with its arguments as structuredContent when echoArgs, or with a short
+// fixed result otherwise (so that a big request is measured alone).
+func newSessionRigEcho(tb testing.TB, v Variant, echoArgs bool) *sessionRig {
 	tb.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
@@ -66,7 +75,7 @@ func newSessionRig(tb testing.TB, v Variant) *sessionRig {
 	}
 	go func() { sess.RunClient(ctx); g2sW.Close(); r.done <- struct{}{} }()
 	go func() { sess.RunServer(ctx); g2cW.Close(); r.done <- struct{}{} }()
-	go func() { echoServer(g2sR, s2gW); s2gW.Close(); r.done <- struct{}{} }()
+	go func() { echoServer(g2sR, s2gW, echoArgs); s2gW.Close(); r.done <- struct{}{} }()
 	if err := r.Handshake(); err != nil {
 		tb.Fatal(err)
 	}
@@ -86,8 +95,9 @@ const toolsList = `{"tools":[{"name":"echo","description":"Returns its arguments
 
 // echoServer answers like test/fakeserver --echo-fast for the requests this
 // package sends (the client's and the gateway's private tools/list), without
-// allocating per call.
-func echoServer(r io.Reader, w io.Writer) {
+// allocating per call. Without echoArgs a tools/call gets a short fixed
+// result instead of its arguments back.
+func echoServer(r io.Reader, w io.Writer, echoArgs bool) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out, big []byte
 	for {
@@ -112,7 +122,9 @@ func echoServer(r io.Reader, w io.Writer) {
 		switch {
 		case bytes.Contains(line, []byte(`"method":"tools/call"`)):
 			out = append(out, `,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":`...)
-			if args := rawMember(line, `"arguments":`); args != nil {
+			if !echoArgs {
+				out = append(out, "{}"...)
+			} else if args := rawMember(line, `"arguments":`); args != nil {
 				out = append(out, args...)
 			} else {
 				out = append(out, "{}"...)
@@ -278,5 +290,70 @@ func TestSessionRig(t *testing.T) {
 	}
 	if _, err := r.Pipelined(200, 64); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkRequestPath1MiB is one tools/call whose arguments object is 1
+// MiB through the whole request path of an in-process session (strict
+// parse, catalog, policy, decision event, forwarding; the server answers
+// with a short result), beside one strict parse of the same frame
+// (jsonrpc.Parse): the pipeline issue's target is at most 3x. The
+// "x-parse" metric of the session rows is their time per call over the
+// parse's, measured in the same benchmark.
+func BenchmarkRequestPath1MiB(b *testing.B) {
+	args := Args(1 << 20)
+	c := &Client{args: args}
+	frame := append([]byte(nil), c.request(1)...)
+	parse := func(b *testing.B) {
+		b.SetBytes(int64(len(frame)))
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := jsonrpc.Parse(frame); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("parse", parse)
+	var parseNs float64
+	for _, v := range []Variant{GatewayNoLedger, GatewayBare} {
+		v.MaxFrameBytes = 4 << 20
+		b.Run(v.Name, func(b *testing.B) {
+			if parseNs == 0 {
+				// The parse's time, measured here (testing.Benchmark
+				// cannot run inside a benchmark): the best of 5 runs of
+				// 20 parses.
+				for range 5 {
+					t0 := time.Now()
+					for range 20 {
+						if _, err := jsonrpc.Parse(frame); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if ns := float64(time.Since(t0)) / 20; parseNs == 0 || ns < parseNs {
+						parseNs = ns
+					}
+				}
+			}
+			r := newSessionRigEcho(b, v, false)
+			r.SetArgs(args)
+			for range 3 {
+				if _, err := r.Call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			c0 := selfCPU()
+			t0 := time.Now()
+			for range b.N {
+				if _, err := r.Call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			el := time.Since(t0)
+			reportCPU(b, c0)
+			b.ReportMetric(float64(el)/float64(b.N)/parseNs, "x-parse")
+		})
 	}
 }

@@ -59,7 +59,7 @@ func main() {
 	candidate := flag.String("candidate", "", "also measure this gatehouse `BINARY` (policy and log on, ledger off, like \"gw-noledger\") as variant \"candidate\", interleaved with the others: an A/B test of a gateway change")
 	candidateLedger := flag.String("candidate-ledger", "", "also measure this gatehouse `BINARY` with today's defaults (ledger on, like \"gateway\") as variant \"cand-ledger\", interleaved with the others")
 	only := flag.String("variants", "", "comma-separated subset of the variants to run (default all; \"direct\" is always run)")
-	phases := flag.String("phases", "", "comma-separated subset of latency,throughput,memory,frame (default all)")
+	phases := flag.String("phases", "", "comma-separated subset of fsync,latency,throughput,memory,frame (default all)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
 	if *phases != "" {
@@ -69,7 +69,7 @@ func main() {
 	if self, err := os.Executable(); err == nil {
 		cfg.Variants = append(cfg.Variants,
 			bench.Variant{Name: "null-relay", Gateway: true, NullRelay: true, Exe: self},
-			bench.Variant{Name: "raw-relay", Gateway: true, NullRelay: true, RawRelay: true, Exe: self})
+			bench.Variant{Name: bench.RawRelayName, Gateway: true, NullRelay: true, RawRelay: true, Exe: self})
 	}
 	if *candidate != "" {
 		c := bench.GatewayNoLedger

@@ -89,9 +89,6 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	n := 0
 	for _, e := range led.entries {
-		if e.Kind != KindGatewayDecision {
-			continue
-		}
 		var d evidence.GatewayDecisionReceipt
 		if err := json.Unmarshal(e.Payload, &d); err != nil {
 			t.Fatal(err)

@@ -366,6 +366,8 @@ type ledgerPayloadFields struct {
 	ReceiptStatus     string
 	GatewayDecisionID string
 	AuditEventID      string
+	// CompletesDecisionID is an outcome record's link to its decision.
+	CompletesDecisionID string
 }
 
 // ledgerFields reads the top-level string members show uses from a
@@ -398,6 +400,8 @@ func ledgerFields(payload []byte) ledgerPayloadFields {
 			dst = &f.GatewayDecisionID
 		case "audit_event_id":
 			dst = &f.AuditEventID
+		case "completes_decision_id":
+			dst = &f.CompletesDecisionID
 		}
 		if dst != nil && d.PeekKind() == '"' {
 			v, err := d.ReadToken()
@@ -422,7 +426,7 @@ func ledgerLinks(e *ledger.Entry, f *ledgerPayloadFields) []string {
 	// receipt stored under an id of the gateway's because its own was
 	// unusable, where following it would join every call whose receipt
 	// carried the same unusable id.
-	for _, s := range []string{e.RecordID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID} {
+	for _, s := range []string{e.RecordID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID, f.CompletesDecisionID} {
 		if s != "" {
 			out = append(out, s)
 		}
@@ -443,9 +447,12 @@ server_id and action; --kind and --record the entry's kind and record_id;
 
 --lineage ID prints the entries linked to ID in both directions: starting
 from any server receipt id, gateway decision id or audit event id, it follows
-record_id and the payload members server_receipt_id, gateway_decision_id and
-audit_event_id until no new id appears (the lineage server_receipt_id ->
-gateway_decision_id -> audit_event_id).
+record_id and the payload members server_receipt_id, gateway_decision_id,
+audit_event_id and completes_decision_id until no new id appears (the
+lineage server_receipt_id -> gateway_decision_id -> audit_event_id: a call's
+decision record and its outcome record, which carries the server receipt;
+in ledgers of releases before December 2026 also the separate server
+receipt and audit event entries).
 
 show does not verify the ledger (see "ledger verify").
 
@@ -462,7 +469,7 @@ met, 64 usage, 2 the ledger cannot be read.`,
 	fl.StringVar(&f.tool, "tool", "", "only entries whose payload tool_name is this")
 	fl.StringVar(&f.server, "server", "", "only entries whose payload server_id is this")
 	fl.StringVar(&f.action, "action", "", "only entries whose payload action is this (allow, deny, monitor, redact, quarantine)")
-	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (audit_event, gateway_decision, server_receipt, session)")
+	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (gateway_decision, gateway_outcome, session; audit_event, server_receipt in older ledgers)")
 	fl.StringVar(&f.record, "record", "", "only the entries with this record_id")
 	fl.StringVar(&f.since, "since", "", "only entries at or after this RFC 3339 time")
 	fl.StringVar(&f.until, "until", "", "only entries at or before this RFC 3339 time")
@@ -477,7 +484,7 @@ met, 64 usage, 2 the ledger cannot be read.`,
 var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
 
 // showKinds are the values of --kind: the entry kinds Gatehouse writes.
-var showKinds = []string{ledger.KindAuditEvent, ledger.KindGatewayDecision, ledger.KindServerReceipt, ledger.KindSession}
+var showKinds = []string{ledger.KindGatewayDecision, ledger.KindGatewayOutcome, ledger.KindSession, ledger.KindAuditEvent, ledger.KindServerReceipt}
 
 func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	var since, until time.Time

@@ -70,10 +70,22 @@ import (
 // Entry kinds written by Gatehouse. Any kind matching [a-z][a-z0-9_]{0,63}
 // is accepted; these are the ones the rest of the code uses.
 const (
-	KindAuditEvent      = "audit_event"
+	// KindGatewayDecision is a call's decision record (a gateway decision
+	// receipt of phase "decision"); the entry's record_id is its
+	// audit_event_id.
 	KindGatewayDecision = "gateway_decision"
-	KindServerReceipt   = "server_receipt"
-	KindSession         = "session"
+	// KindGatewayOutcome is a forwarded call's outcome record (a gateway
+	// decision receipt of phase "outcome", carrying the server receipt);
+	// the entry's record_id is its audit_event_id.
+	KindGatewayOutcome = "gateway_outcome"
+	// KindSession is reserved for session records.
+	KindSession = "session"
+	// KindAuditEvent and KindServerReceipt are written by Gatehouse
+	// releases before the second cut of per-call evidence (evidence.md
+	// §9.1), which wrote a separate audit event and server receipt entry;
+	// such ledgers are still read and verified.
+	KindAuditEvent    = "audit_event"
+	KindServerReceipt = "server_receipt"
 )
 
 // Limits on what Append accepts, in bytes.

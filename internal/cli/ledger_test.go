@@ -543,3 +543,29 @@ func TestLedgerLineageRecords(t *testing.T) {
 		t.Fatalf("table:\n%s", out)
 	}
 }
+
+// TestLedgerOfPreviousReleaseCLI: `ledger verify` and `ledger show
+// --lineage` of this binary accept the ledger the previous release wrote
+// (internal/ledger/testdata/previous-release.db: five entries per call),
+// read-only and as it is.
+func TestLedgerOfPreviousReleaseCLI(t *testing.T) {
+	const fixture = "../ledger/testdata/previous-release.db"
+	out, errOut, code := runLedgerCLI(t, "", "ledger", "verify", "--state", fixture, "--key", "../ledger/testdata/previous-release.vkey")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, ": 15 entries, chain and Merkle tree verified") || !strings.Contains(out, "2 checkpoints verified (signatures checked)") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", fixture, "--json", "--lineage", "mcp_rcpt_rs_000001")
+	wantCode(t, code, 0, out, errOut)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		e, err := ledger.ParseLeaf([]byte(line))
+		if err != nil {
+			t.Fatalf("--json line is not a leaf: %v\n%s", err, line)
+		}
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, " "); got != "gateway_decision audit_event server_receipt gateway_decision audit_event" {
+		t.Fatalf("--lineage of an old call: %s", got)
+	}
+}

@@ -60,6 +60,8 @@ type wrapFlags struct {
 	state        string
 	noLedger     bool
 	ledgerKey    string
+	ckptEvery    time.Duration
+	ckptEntries  int64
 	receiptKeys  string
 	requireRcpts string
 	gatewayID    string
@@ -101,6 +103,8 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.state, "state", "", "audit ledger: a SQLite file path or a postgres:// URL (default $XDG_STATE_HOME/gatehouse/ledger.db)")
 	fl.BoolVar(&f.noLedger, "no-ledger", false, "do not record evidence in the audit ledger")
 	fl.StringVar(&f.ledgerKey, "ledger-key", "", "note signer key for ledger checkpoints (default: ledger.skey beside the default ledger, created on first use)")
+	fl.DurationVar(&f.ckptEvery, "checkpoint-every", ledger.DefaultCheckpointEvery, "sign a ledger checkpoint when entries have waited this long without one (0: no time trigger)")
+	fl.Int64Var(&f.ckptEntries, "checkpoint-entries", ledger.DefaultCheckpointEveryN, "sign a ledger checkpoint when this many entries are not covered by one (0: no count trigger); one is always signed at exit")
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -246,3 +249,69 @@ func TestCloseDoesNotResignWithAnOldKey(t *testing.T) {
 type noCloseStore struct{ Store }
 
 func (noCloseStore) Close() error { return nil }
+
+// TestCheckpointCadence: with a signer, checkpoints are signed on a
+// cadence, not per append: when CheckpointEveryN entries are not covered
+// (count trigger) or when CheckpointEvery has passed since the latest one
+// (time trigger), whichever comes first, once at the first batch of a
+// ledger without any, and at Close.
+func TestCheckpointCadence(t *testing.T) {
+	signer, err := note.NewSigner(testSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		n     int64
+		step  time.Duration // clock advance per append
+		count int           // appends
+		want  []int64       // checkpoint sizes, Close's included
+	}{
+		{"count", time.Hour, 10, time.Millisecond, 35, []int64{1, 11, 21, 31, 35}},
+		{"time", time.Minute, -1, 25 * time.Second, 10, []int64{1, 4, 7, 10}},
+		{"count before time", time.Minute, 3, 25 * time.Second, 10, []int64{1, 4, 7, 10}},
+		{"time before count", 50 * time.Second, 1000, 20 * time.Second, 10, []int64{1, 4, 7, 10}},
+		{"close only", -1, -1, time.Hour, 5, []int64{5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := NewMemStore()
+			l, err := New(ctx, keepOpen{store}, Options{LedgerID: "cadence", Signer: signer, CheckpointEvery: tc.every, CheckpointEveryN: tc.n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			l.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			for i := range tc.count {
+				if _, err := l.Append(ctx, KindGatewayDecision, fmt.Sprintf("audit_%d", i), testPayload); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				now = now.Add(tc.step)
+				mu.Unlock()
+			}
+			if err := l.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cps, err := store.Checkpoints(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, c := range cps {
+				got = append(got, c.Size)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("checkpoint sizes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// keepOpen is a Store whose Close does nothing, so that a test reads it
+// after the Ledger on top closed.
+type keepOpen struct{ Store }
+
+func (keepOpen) Close() error { return nil }

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/audit"
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
@@ -77,7 +78,7 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 		return nil, nil, err
 	}
 	opts.Signer = signer
-	led, err := ledger.Open(ctx, dsn, opts)
+	led, err := backends.Open(ctx, dsn, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)
 	}

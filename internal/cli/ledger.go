@@ -24,6 +24,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 )
 
 // Exit codes of the ledger commands.
@@ -114,7 +115,7 @@ func ledgerOpenRO(ctx context.Context, state string) (ledger.Store, string, erro
 	if err != nil {
 		return nil, "", &exitError{code: ledgerExitUnreadable, err: err}
 	}
-	s, err := ledger.OpenStore(ctx, dsn, true)
+	s, err := backends.OpenStore(ctx, dsn, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("no ledger at %s yet (gatehouse wrap creates it on its first run; --state names another)", ledgerDisplayDSN(dsn))}
 	}
@@ -832,7 +833,7 @@ Exit status: 0 printed, 1 failed, 2 cannot be read.`,
 					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %w", err)}
 				}
 			}
-			s, err := ledger.OpenStore(ctx, dsn, false)
+			s, err := backends.OpenStore(ctx, dsn, false)
 			if err != nil {
 				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %s: %w", ledgerDisplayDSN(dsn), err)}
 			}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 )
 
 // runLedgerCLI runs `gatehouse ARGS` with the ledger and keys commands and
@@ -115,7 +116,7 @@ func cliLedger(t *testing.T) (path, skey, vkey string) {
 	}
 	path = filepath.Join(dir, "state", "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "cli-test", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "cli-test", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestLedgerProveCLI(t *testing.T) {
 	os.WriteFile(oldFile, []byte(oldCkpt), 0o644)
 	// ...the ledger grows and is signed again...
 	signer, _ := ledger.LoadSigner(skey)
-	l, err := ledger.Open(context.Background(), path, ledger.Options{Signer: signer})
+	l, err := backends.Open(context.Background(), path, ledger.Options{Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestLedgerCommandsPointToDefaults(t *testing.T) {
 func TestLedgerLineageUnnamedReceipts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "unnamed-test", CheckpointEvery: -1})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "unnamed-test", CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +494,7 @@ func TestLedgerLineageUnnamedReceipts(t *testing.T) {
 func TestLedgerLineageRecords(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "records-test", CheckpointEvery: -1})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "records-test", CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

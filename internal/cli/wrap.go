@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/stdio"
@@ -200,7 +201,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		inputs = append(inputs, f.receiptKeys)
 	}
 	if def, err := ledger.DefaultPath(); err == nil {
-		inputs = append(inputs, ledger.SQLiteFiles(def)...)
+		inputs = append(inputs, sqlite.Files(def)...)
 	}
 	if key, err := defaultSignerKeyPath(); err == nil {
 		inputs = append(inputs, key, verifierKeyPath(key), key+".lock")
@@ -223,7 +224,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			if resolved, err := outpath.Resolve(f.state); err == nil {
 				f.state = resolved
 			}
-			inputs = append(inputs, ledger.SQLiteFiles(f.state)...)
+			inputs = append(inputs, sqlite.Files(f.state)...)
 		}
 		if f.ledgerKey != "" {
 			inputs = append(inputs, f.ledgerKey)

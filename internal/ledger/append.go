@@ -121,39 +121,9 @@ type ckResult struct {
 	err error
 }
 
-// Open opens the ledger at dsn and starts its writer. dsn is either a
-// PostgreSQL URL ("postgres://..." or "postgresql://...": [OpenPostgres]) or
-// a file path ([OpenSQLite]; the file and its directory are created, 0600 and
-// 0700). See New for opts.
-func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
-	s, err := OpenStore(ctx, dsn, false)
-	if err != nil {
-		return nil, err
-	}
-	l, err := New(ctx, s, opts)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return l, nil
-}
-
-// OpenStore opens the store named by dsn (see Open) without a Ledger on
-// top, read-only if readOnly (verification, proofs, show): a read-only
-// store never creates or modifies anything and fails on a missing file.
-func OpenStore(ctx context.Context, dsn string, readOnly bool) (Store, error) {
-	if IsPostgresDSN(dsn) {
-		return OpenPostgres(ctx, dsn, readOnly)
-	}
-	if err := CheckPath(dsn); err != nil {
-		return nil, err
-	}
-	return OpenSQLite(ctx, dsn, readOnly)
-}
-
-// ErrNotALedgerLocation is returned (wrapped) by CheckPath, Open and
-// OpenStore for a location that is meant as a URL or connection string
-// but is not a PostgreSQL URL ("mysql://...", "sqlite:...", "file:...",
+// ErrNotALedgerLocation is returned (wrapped) by CheckPath, and by
+// backends.Open and backends.OpenStore, for a location that is meant as a
+// URL or connection string but is not a PostgreSQL URL ("mysql://...", "sqlite:...", "file:...",
 // "postgres:/x", "host=h dbname=d"): taken as a file path it would quietly
 // create a local SQLite file, named after the URL (and any password in
 // it), where a shared ledger was meant.

@@ -277,7 +277,7 @@ func TestCheckpointCadence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := NewMemStore()
-			l, err := New(ctx, keepOpen{store}, Options{LedgerID: "cadence", Signer: signer, CheckpointEvery: tc.every, CheckpointEveryN: tc.n})
+			l, err := New(ctx, noClose{store}, Options{LedgerID: "cadence", Signer: signer, CheckpointEvery: tc.every, CheckpointEveryN: tc.n})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,9 +309,3 @@ func TestCheckpointCadence(t *testing.T) {
 		})
 	}
 }
-
-// keepOpen is a Store whose Close does nothing, so that a test reads it
-// after the Ledger on top closed.
-type keepOpen struct{ Store }
-
-func (keepOpen) Close() error { return nil }

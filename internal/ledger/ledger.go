@@ -18,11 +18,14 @@
 //   - [Checkpoint], [FormatCheckpoint], [ParseCheckpoint], [OpenCheckpoint]:
 //     the signed tree heads.
 //   - [Store]: what a backend persists (leaves, tlog stored hashes,
-//     checkpoints) inside one exclusive transaction. [OpenSQLite],
-//     [OpenPostgres] and [NewMemStore] are the backends; every one of them
-//     passes the shared suite in internal/ledger/storetest.
-//   - [Ledger]: appends with group commit on top of any Store; [Open] picks
-//     the backend from a DSN.
+//     checkpoints) inside one exclusive transaction. [NewMemStore] is the
+//     in-memory one; the SQL backends are packages of their own,
+//     internal/ledger/sqlite and internal/ledger/postgres, so that this
+//     package (and offline proof checking with it) links no database
+//     driver. Every backend passes the shared suite in
+//     internal/ledger/storetest.
+//   - [Ledger]: appends with group commit on top of any Store;
+//     internal/ledger/backends.Open picks the backend from a DSN.
 //   - [Verify], [ProveEntry], [ProveConsistency], [VerifyProof]: whole-ledger
 //     verification and offline proofs.
 //
@@ -121,7 +124,7 @@ var (
 	// reads it to append (for example, the last entry does not parse).
 	// Verify reports such problems as a [Problem] instead.
 	ErrCorrupt = errors.New("ledger: stored data is corrupt")
-	// ErrLedgerID is returned by New and Open when Options.LedgerID differs
+	// ErrLedgerID is returned by New (and backends.Open) when Options.LedgerID differs
 	// from the id recorded in the store.
 	ErrLedgerID = errors.New("ledger: ledger id mismatch")
 	// ErrNoCheckpoint is returned by ProveEntry and ProveConsistency when no

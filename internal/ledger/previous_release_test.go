@@ -9,6 +9,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 )
 
 // The fixture testdata/previous-release.db is a SQLite ledger written by
@@ -56,7 +57,7 @@ func TestVerifyLedgerOfPreviousRelease(t *testing.T) {
 	path := copyPrevious(t)
 	known := previousVerifiers(t)
 
-	s, err := ledger.OpenStore(ctx, path, true)
+	s, err := backends.OpenStore(ctx, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestVerifyLedgerOfPreviousRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(ctx, path, ledger.Options{Signer: signer})
+	l, err := backends.Open(ctx, path, ledger.Options{Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestVerifyLedgerOfPreviousRelease(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err = ledger.OpenStore(ctx, path, true)
+	s, err = backends.OpenStore(ctx, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

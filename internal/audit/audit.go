@@ -217,9 +217,11 @@ func failed(err error) func() error { return func() error { return err } }
 // gateway_decision_id and audit_event_id, naming the decision it completes
 // (completes_decision_id), with the final action, the response scan and
 // the server receipt — verified by the gateway and kept exactly as
-// received, or synthesized when the server sent none. resp is read before
-// Responded returns, never after. The returned wait reports withhold true
-// when receipts.require or a receipt rule denies the receipt, or when the
+// received, or synthesized when the server sent none. What the decision
+// record already holds (the argument scan, the input and tool hashes, the
+// decision's warnings) is not repeated. resp is read before Responded
+// returns, never after. The returned wait reports withhold true when
+// receipts.require or a receipt rule denies the receipt, or when the
 // outcome could not be recorded.
 func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func() (bool, string)) {
 	st, ok := c.State.(*state)
@@ -227,13 +229,30 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		return func() (bool, string) { return false, "" }
 	}
 	now := time.Now()
-	rc := *st.receipt // the outcome record starts from the decision
-	rc.GatewayDecisionID = evidence.NewGatewayDecisionID()
-	rc.AuditEventID = evidence.NewAuditEventID()
-	rc.CompletesDecisionID = st.receipt.GatewayDecisionID
-	rc.Phase = evidence.PhaseOutcome
-	rc.IssuedAt = evidence.Timestamp(now)
-	rc.Warnings = append([]string(nil), st.receipt.Warnings...)
+	// The outcome record carries what the outcome adds (the final action,
+	// the response, the server receipt) and names the decision for the
+	// rest: what only the request determined (argument scan, input and
+	// tool hashes, the decision's warnings) is in the decision record, not
+	// repeated.
+	d := st.receipt
+	rc := evidence.GatewayDecisionReceipt{
+		GatewayDecisionID:   evidence.NewGatewayDecisionID(),
+		SchemaVersion:       d.SchemaVersion,
+		IssuedAt:            evidence.Timestamp(now),
+		GatewayID:           d.GatewayID,
+		ServerID:            d.ServerID,
+		ToolName:            d.ToolName,
+		ActorRefID:          d.ActorRefID,
+		Role:                d.Role,
+		Action:              d.Action,
+		MatchedRule:         d.MatchedRule,
+		Reason:              d.Reason,
+		PolicyVersion:       d.PolicyVersion,
+		ShadowMode:          d.ShadowMode,
+		AuditEventID:        evidence.NewAuditEventID(),
+		Phase:               evidence.PhaseOutcome,
+		CompletesDecisionID: d.GatewayDecisionID,
+	}
 	facts := st.facts
 	var raw []byte
 	var sr *evidence.ServerReceipt

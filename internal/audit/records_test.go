@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,7 +162,8 @@ func TestRecordsCanonicalByConstruction(t *testing.T) {
 // gateway_outcome whose record_id is its payload's audit_event_id; every
 // gateway_decision_id and audit_event_id names one record; an outcome
 // names, as completes_decision_id, a decision stored before it, of the same
-// server and tool; the phases are "decision" and "outcome".
+// server and tool, and repeats none of its argument scan, hashes or
+// warnings; the phases are "decision" and "outcome".
 func checkRecords(t *testing.T, m *memLedger) {
 	t.Helper()
 	m.mu.Lock()
@@ -192,6 +194,13 @@ func checkRecords(t *testing.T, m *memLedger) {
 			d := decisions[rc.CompletesDecisionID]
 			if rc.Phase != evidence.PhaseOutcome || d == nil || d.ServerID != rc.ServerID || d.ToolName != rc.ToolName {
 				t.Errorf("outcome record %s: phase %q completes %q, which is not a stored decision of its call", rc.GatewayDecisionID, rc.Phase, rc.CompletesDecisionID)
+			}
+			// What the decision holds is not repeated.
+			if rc.ArgumentScanResult != nil || rc.InputHash != "" || rc.ToolSchemaHash != "" || rc.ToolDescriptionHash != "" {
+				t.Errorf("outcome record %s repeats the decision's argument scan or hashes", rc.GatewayDecisionID)
+			}
+			if d != nil && len(d.Warnings) > 0 && len(rc.Warnings) >= len(d.Warnings) && slices.Equal(rc.Warnings[:len(d.Warnings)], d.Warnings) {
+				t.Errorf("outcome record %s repeats the decision's warnings %q", rc.GatewayDecisionID, d.Warnings)
 			}
 			if rc.ServerReceiptID == "" || (rc.ServerReceiptBase64 == "") == (rc.SynthesizedReceipt == nil) && !strings.Contains(strings.Join(rc.Warnings, ";"), "not stored") {
 				t.Errorf("outcome record %s: server receipt %q, stored %v, synthesized %v", rc.GatewayDecisionID, rc.ServerReceiptID, rc.ServerReceiptBase64 != "", rc.SynthesizedReceipt != nil)

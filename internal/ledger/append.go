@@ -91,6 +91,18 @@ type head struct {
 	prev   string              // chain hash of entry size-1, ZeroHash when size is 0
 	last   time.Time           // time of entry size-1
 	hashes map[int64]tlog.Hash // at least the stored hashes of frontier(size)
+	// ck is the latest stored checkpoint as of the last batch, so that a
+	// batch decides whether one is due without reading it again; it is
+	// reloaded with the head. Another writer's checkpoint without new
+	// entries can make it stale, which at worst signs one checkpoint more.
+	ck latestCheckpoint
+}
+
+// latestCheckpoint caches Tx.LatestCheckpoint.
+type latestCheckpoint struct {
+	known bool // c and ok hold what the store has
+	c     StoredCheckpoint
+	ok    bool
 }
 
 type appendReq struct {
@@ -573,11 +585,11 @@ func (l *Ledger) commit(batch []*appendReq) {
 		}
 		newSize := size + int64(len(live))
 		if l.signer != nil {
-			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, ckIfDue); err != nil {
+			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, ckIfDue, &h.ck); err != nil {
 				return err
 			}
 		}
-		next = head{valid: true, size: newSize, prev: prev, last: t, hashes: pruneToFrontier(hashes, newSize)}
+		next = head{valid: true, size: newSize, prev: prev, last: t, hashes: pruneToFrontier(hashes, newSize), ck: h.ck}
 		return nil
 	})
 	if err != nil {
@@ -646,12 +658,18 @@ const (
 
 // checkpointTx signs and stores a checkpoint of the tree of size inside tx
 // as mode says. It returns the checkpoint covering size (ckCover,
-// ckResign) or the new one, or nil when none was due.
-func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, mode ckMode) (*Checkpoint, error) {
-	latest, ok, err := tx.LatestCheckpoint(ctx)
-	if err != nil {
-		return nil, err
+// ckResign) or the new one, or nil when none was due. cache, when known,
+// stands for tx.LatestCheckpoint; it is filled when not, and updated when
+// a checkpoint is stored.
+func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, mode ckMode, cache *latestCheckpoint) (*Checkpoint, error) {
+	if !cache.known {
+		c, ok, err := tx.LatestCheckpoint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		*cache = latestCheckpoint{known: true, c: c, ok: ok}
 	}
+	latest, ok := cache.c, cache.ok
 	force := mode != ckIfDue
 	if ok && latest.Size >= size && (mode != ckResign || signedBy(latest.Note, l.signer)) {
 		if !force {
@@ -685,9 +703,11 @@ func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.T
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.AddCheckpoint(ctx, StoredCheckpoint{Size: size, Note: msg, Created: now}); err != nil {
+	stored := StoredCheckpoint{Size: size, Note: msg, Created: now}
+	if err := tx.AddCheckpoint(ctx, stored); err != nil {
 		return nil, err
 	}
+	*cache = latestCheckpoint{known: true, c: stored, ok: true}
 	return &c, nil
 }
 
@@ -705,6 +725,8 @@ func (l *Ledger) checkpoint(ctx context.Context, mode ckMode) (*Checkpoint, erro
 	defer cancel()
 	now := entryTime(l.now())
 	var out *Checkpoint
+	var ck latestCheckpoint
+	var ckSize int64
 	err := l.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		size, err := tx.Size(ctx)
 		if err != nil {
@@ -714,11 +736,16 @@ func (l *Ledger) checkpoint(ctx context.Context, mode ckMode) (*Checkpoint, erro
 		if l.head.valid && l.head.size == size {
 			r = &mapHashReader{ctx: ctx, m: l.head.hashes, tx: tx}
 		}
-		out, err = l.checkpointTx(ctx, tx, size, now, r, mode)
+		// Asked for (or the timer): the store's latest, read afresh.
+		out, err = l.checkpointTx(ctx, tx, size, now, r, mode, &ck)
+		ckSize = size
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: checkpoint: %w", ErrWrite, err)
+	}
+	if l.head.valid && l.head.size == ckSize {
+		l.head.ck = ck // committed: the batches' cache follows
 	}
 	return out, nil
 }

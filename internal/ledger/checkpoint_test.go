@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,5 +308,67 @@ func TestCheckpointCadence(t *testing.T) {
 				t.Errorf("checkpoint sizes %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// latestCounter counts Tx.LatestCheckpoint calls.
+type latestCounter struct {
+	Store
+	n atomic.Int64
+}
+
+func (c *latestCounter) Update(ctx context.Context, f func(context.Context, Tx) error) error {
+	return c.Store.Update(ctx, func(ctx context.Context, tx Tx) error { return f(ctx, &latestCountTx{Tx: tx, c: c}) })
+}
+
+type latestCountTx struct {
+	Tx
+	c *latestCounter
+}
+
+func (t *latestCountTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
+	t.c.n.Add(1)
+	return t.Tx.LatestCheckpoint(ctx)
+}
+
+// TestBatchesCacheTheLatestCheckpoint: deciding whether a checkpoint is
+// due does not read the latest checkpoint in every batch: the Ledger keeps
+// it with the head of the ledger and reads it again only when it reloads
+// the head (another writer appended, or a batch failed). The checkpoints
+// signed are the same (TestCheckpointCadence).
+func TestBatchesCacheTheLatestCheckpoint(t *testing.T) {
+	signer, err := note.NewSigner(testSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := &latestCounter{Store: NewMemStore()}
+	l, err := New(ctx, store, Options{LedgerID: "cache", Signer: signer, CheckpointEvery: time.Hour, CheckpointEveryN: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	for i := range 35 {
+		if _, err := l.Append(ctx, KindGatewayDecision, fmt.Sprintf("audit_%d", i), testPayload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.n.Load(); n != 1 {
+		t.Errorf("35 batches read the latest checkpoint %d times, want once", n)
+	}
+	// Another writer's entries make the head (and the cache) reload.
+	other, err := New(ctx, noClose{store.Store}, Options{LedgerID: "cache"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	if _, err := other.Append(ctx, KindGatewayDecision, "audit_other", testPayload); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, KindGatewayDecision, "audit_35", testPayload); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.n.Load(); n != 2 {
+		t.Errorf("after another writer's entry: %d reads, want 2", n)
 	}
 }

@@ -65,6 +65,15 @@ type Appender interface {
 
 var _ Appender = (*ledger.Ledger)(nil)
 
+// DeferredAppender is an Appender that can let a group ride the next group
+// commit (ledger.Ledger.EnqueueAllDeferred); Config.DeferOutcome needs one.
+type DeferredAppender interface {
+	Appender
+	EnqueueAllDeferred(ctx context.Context, recs []ledger.Record, within time.Duration) (wait func() ([]ledger.Entry, error), err error)
+}
+
+var _ DeferredAppender = (*ledger.Ledger)(nil)
+
 // Config configures a Recorder.
 type Config struct {
 	// Ledger receives every record; required.
@@ -86,6 +95,16 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// DeferOutcome, when > 0, lets each outcome record ride the next
+	// group commit, at most this long after the response (evidence.md
+	// §9.1, docs/ledger.md "Per-call records"): the response is relayed
+	// without waiting for the outcome to be durable, saving a commit per
+	// call when calls are sparse; a crash in that window leaves the
+	// decision without its outcome ("outcome unknown" in `gatehouse ledger
+	// verify`). A failure to write it later is logged. 0 (the default):
+	// the outcome is durable before the response reaches the client.
+	// Requires a DeferredAppender.
+	DeferOutcome time.Duration
 	// Policy, when it has receipt rules (rules whose condition reads
 	// `receipt`), decides each forwarded call again on its response, after
 	// Require (policy.EvaluateReceipt): a deny withholds the response
@@ -114,6 +133,9 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if _, err := evidence.ParseRequirement(string(cfg.Require)); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if _, ok := cfg.Ledger.(DeferredAppender); cfg.DeferOutcome > 0 && !ok {
+		return nil, errors.New("audit: DeferOutcome needs a ledger that can defer a group (DeferredAppender)")
 	}
 	if cfg.Policy != nil && !cfg.Policy.HasReceiptRules() {
 		cfg.Policy = nil // nothing to evaluate on responses
@@ -359,6 +381,18 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	if r.cfg.Policy != nil && !withhold {
 		withhold, why = r.receiptRules(c, &rc, status, conflicts)
 	}
+	if r.cfg.DeferOutcome > 0 {
+		// Queued (and checked) now, durable with the next commit: the
+		// response does not wait for it.
+		written := r.writeDeferred(KindGatewayOutcome, &rc)
+		return func() (bool, string) {
+			if err := written(); err != nil {
+				r.log.Error("audit ledger write failed", "err", err)
+				return true, "the outcome could not be recorded in the audit ledger"
+			}
+			return withhold, why
+		}
+	}
 	written := r.write(KindGatewayOutcome, &rc)
 	return func() (bool, string) {
 		if err := written(); err != nil {
@@ -422,6 +456,30 @@ func (r *Recorder) write(kind string, rc *evidence.GatewayDecisionReceipt) func(
 		}
 		return nil
 	}
+}
+
+// writeDeferred is write for a deferred outcome: the record is encoded and
+// queued with Config.DeferOutcome (ledger.Ledger.EnqueueAllDeferred)
+// before it returns, and the wait it returns reports only what went wrong
+// before queueing; the durability is awaited on a goroutine of its own,
+// which logs a failure.
+func (r *Recorder) writeDeferred(kind string, rc *evidence.GatewayDecisionReceipt) func() error {
+	payload, err := evidence.CanonicalJSON(rc)
+	if err != nil {
+		return failed(fmt.Errorf("audit: encode %s: %w", kind, err))
+	}
+	da := r.cfg.Ledger.(DeferredAppender) // checked by New
+	wait, err := da.EnqueueAllDeferred(r.deadlines.get(time.Now()), []ledger.Record{{Kind: kind, RecordID: rc.AuditEventID, Payload: payload}}, r.cfg.DeferOutcome)
+	if err != nil {
+		return failed(fmt.Errorf("audit: append: %w", err))
+	}
+	id := rc.AuditEventID
+	go func() {
+		if _, err := wait(); err != nil {
+			r.log.Error("audit ledger: a deferred outcome was not recorded", "audit_event_id", id, "err", err)
+		}
+	}()
+	return func() error { return nil }
 }
 
 // errorClass names an error without the data it may quote.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
@@ -342,6 +343,100 @@ rules:
 			}
 			if ws := strings.Join(toStrings(out["warnings"]), "; "); tc.warning != "" && !strings.Contains(ws, tc.warning) {
 				t.Errorf("outcome warnings %q lack %q", ws, tc.warning)
+			}
+		})
+	}
+}
+
+// deferLedger is a memLedger whose appends are durable only when release
+// is closed, and which records which groups were deferred.
+type deferLedger struct {
+	memLedger
+	release  chan struct{}
+	deferred []time.Duration // per group, 0: not deferred
+}
+
+func (d *deferLedger) enqueue(ctx context.Context, recs []ledger.Record, within time.Duration) (func() ([]ledger.Entry, error), error) {
+	w, err := d.memLedger.EnqueueAll(ctx, recs)
+	d.mu.Lock()
+	d.deferred = append(d.deferred, within)
+	d.mu.Unlock()
+	return func() ([]ledger.Entry, error) { <-d.release; return w() }, err
+}
+
+func (d *deferLedger) EnqueueAll(ctx context.Context, recs []ledger.Record) (func() ([]ledger.Entry, error), error) {
+	return d.enqueue(ctx, recs, 0)
+}
+
+func (d *deferLedger) EnqueueAllDeferred(ctx context.Context, recs []ledger.Record, within time.Duration) (func() ([]ledger.Entry, error), error) {
+	return d.enqueue(ctx, recs, within)
+}
+
+// TestDeferOutcome: with Config.DeferOutcome the outcome record is queued
+// deferred (it rides the next group commit) and the response is released
+// without waiting for it to be durable, while the decision is still
+// awaited; receipts.require still withholds. Without it, the outcome is
+// awaited. New refuses DeferOutcome on a ledger that cannot defer.
+func TestDeferOutcome(t *testing.T) {
+	if _, err := New(Config{Ledger: &memLedger{}, DeferOutcome: time.Millisecond}); err == nil {
+		t.Fatal("DeferOutcome accepted on a ledger that cannot defer")
+	}
+	for _, tc := range []struct {
+		name         string
+		defer_       time.Duration
+		require      evidence.Requirement
+		wantWithhold bool
+	}{
+		{"deferred", 10 * time.Millisecond, evidence.RequireNone, false},
+		{"deferred, withheld by receipts.require", 10 * time.Millisecond, evidence.RequirePresent, true},
+		{"durable before the response", 0, evidence.RequireNone, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			led := &deferLedger{release: make(chan struct{})}
+			r, err := New(Config{Ledger: led, GatewayID: "gw", DeferOutcome: tc.defer_, Require: tc.require})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := call(true)
+			decided := make(chan error, 1)
+			go func() { decided <- r.Decided(c)() }()
+			select {
+			case <-decided:
+				t.Fatal("Decided's wait returned before the decision was durable")
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(led.release) // from now on everything is durable at once
+			if err := <-decided; err != nil {
+				t.Fatal(err)
+			}
+			led.release = make(chan struct{}) // the outcome is not durable until closed again
+			wait := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: []byte(`{"content":[]}`)})
+			got := make(chan bool, 1)
+			go func() { w, _ := wait(); got <- w }()
+			select {
+			case w := <-got:
+				if tc.defer_ == 0 {
+					t.Fatal("the response was released before its outcome was durable")
+				}
+				if w != tc.wantWithhold {
+					t.Fatalf("withhold %v, want %v", w, tc.wantWithhold)
+				}
+			case <-time.After(50 * time.Millisecond):
+				if tc.defer_ > 0 {
+					t.Fatal("a deferred outcome held the response back")
+				}
+			}
+			close(led.release)
+			if tc.defer_ == 0 {
+				if w := <-got; w != tc.wantWithhold {
+					t.Fatalf("withhold %v, want %v", w, tc.wantWithhold)
+				}
+			}
+			if want := fmt.Sprint([]time.Duration{0, tc.defer_}); fmt.Sprint(led.deferred) != want {
+				t.Fatalf("groups deferred %v, want %s (decision never deferred)", led.deferred, want)
+			}
+			if led.kinds() != "gateway_decision,gateway_outcome" {
+				t.Fatalf("entries %s", led.kinds())
 			}
 		})
 	}

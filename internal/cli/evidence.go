@@ -82,7 +82,11 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 	if err != nil {
 		return nil, nil, fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)
 	}
-	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger, Policy: pol})
+	if f.deferOutcome < 0 {
+		led.Close(ctx)
+		return nil, nil, fmt.Errorf("--defer-outcome %s: want a positive duration, or 0 for outcomes durable before the response", f.deferOutcome)
+	}
+	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger, Policy: pol, DeferOutcome: f.deferOutcome})
 	if err != nil {
 		led.Close(ctx)
 		return nil, nil, err

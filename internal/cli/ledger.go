@@ -213,6 +213,9 @@ type ledgerVerifyJSON struct {
 	SignaturesChecked bool            `json:"signatures_checked"`
 	Latest            *ledgerCkptJSON `json:"latest_checkpoint,omitempty"`
 	Problem           *ledger.Problem `json:"problem,omitempty"`
+	// OutcomeUnknown is the number of forwarded calls whose decision
+	// record has no outcome record (outcomeTracker).
+	OutcomeUnknown int `json:"outcome_unknown"`
 }
 
 type ledgerCkptJSON struct {
@@ -234,7 +237,11 @@ its own seq and the ledger's id, links to the previous entry's hash
 equal those recomputed from the entries; and that every stored checkpoint is
 signed by one of the --key verifier keys and its root equals the tree of the
 entries it covers. It stops at the first problem and names it: the entry's
-seq, or the checkpoint's id.
+seq, or the checkpoint's id. It also counts the forwarded calls whose
+decision record has no outcome record ("outcome unknown": the gateway
+stopped before the response, the call was cancelled before forwarding, or
+an outcome written with wrap --defer-outcome was lost in a crash), which is
+not an error of the chain.
 
 --key is required: without the verifier key nothing binds the ledger to the
 gateway, and anyone who can write the database could rewrite it
@@ -260,7 +267,8 @@ read.`,
 				return err
 			}
 			defer s.Close()
-			opts := ledger.VerifyOptions{Verifiers: verifiers}
+			var outcomes outcomeTracker
+			opts := ledger.VerifyOptions{Verifiers: verifiers, Entry: outcomes.add}
 			if progress || ledgerIsTerminal(stderr) {
 				p, end := ledgerProgress(stderr)
 				opts.Progress = p
@@ -278,6 +286,7 @@ read.`,
 				out := ledgerVerifyJSON{
 					OK: rep.Problem == nil, LedgerID: rep.LedgerID, Size: rep.Size, Verified: rep.Verified,
 					Checkpoints: rep.Checkpoints, SignaturesChecked: rep.SignaturesChecked, Problem: rep.Problem,
+					OutcomeUnknown: len(outcomes.pending),
 				}
 				if rep.Latest != nil {
 					out.Latest = &ledgerCkptJSON{Origin: rep.Latest.Origin, Size: rep.Latest.Size, Root: rep.Latest.Hash.String()}
@@ -286,6 +295,9 @@ read.`,
 				fmt.Fprintf(stdout, "%s\n", b)
 			} else {
 				ledgerPrintReport(stdout, rep, time.Since(start), keys)
+				if n := len(outcomes.pending); n > 0 {
+					fmt.Fprintf(stdout, "  %d forwarded calls have no outcome record (outcome unknown: the gateway stopped before the response, or a deferred outcome was lost); not an error of the chain\n", n)
+				}
 			}
 			if verifiers == nil {
 				fmt.Fprintln(stderr, "gatehouse: warning: no --key: checkpoint signatures were NOT checked")
@@ -305,6 +317,37 @@ read.`,
 	c.Flags().BoolVar(&skipSigs, "skip-signatures", false, "verify without a key: chain and tree only, checkpoint signatures NOT checked")
 	ledgerUsageErrors(c)
 	return c
+}
+
+// outcomeTracker counts, over the entries Verify passes, the forwarded
+// calls whose decision record has no outcome record (evidence.md §9.1:
+// "outcome unknown"): a decision without response_scan_result was
+// forwarded; an outcome (kind gateway_outcome, or in older ledgers the
+// outcome-phase gateway_decision under the same id) completes it. Memory
+// is proportional to the calls in flight along the chain, not to the
+// ledger.
+type outcomeTracker struct {
+	pending map[string]bool // gateway_decision_id
+}
+
+func (o *outcomeTracker) add(e *ledger.Entry) {
+	switch e.Kind {
+	case ledger.KindGatewayDecision:
+		f := ledgerFields(e.Payload)
+		if f.GatewayDecisionID == "" {
+			return
+		}
+		if f.HasResponseScan {
+			delete(o.pending, f.GatewayDecisionID) // held, or an old outcome phase
+			return
+		}
+		if o.pending == nil {
+			o.pending = map[string]bool{}
+		}
+		o.pending[f.GatewayDecisionID] = true
+	case ledger.KindGatewayOutcome:
+		delete(o.pending, ledgerFields(e.Payload).CompletesDecisionID)
+	}
 }
 
 func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration, keys []string) {
@@ -369,6 +412,10 @@ type ledgerPayloadFields struct {
 	AuditEventID      string
 	// CompletesDecisionID is an outcome record's link to its decision.
 	CompletesDecisionID string
+	// HasResponseScan: the payload has a response_scan_result member (a
+	// decision record of a call held before forwarding; in ledgers before
+	// December 2026 also the outcome-phase decision receipt).
+	HasResponseScan bool
 }
 
 // ledgerFields reads the top-level string members show uses from a
@@ -403,6 +450,8 @@ func ledgerFields(payload []byte) ledgerPayloadFields {
 			dst = &f.AuditEventID
 		case "completes_decision_id":
 			dst = &f.CompletesDecisionID
+		case "response_scan_result":
+			f.HasResponseScan = true
 		}
 		if dst != nil && d.PeekKind() == '"' {
 			v, err := d.ReadToken()

@@ -570,3 +570,46 @@ func TestLedgerOfPreviousReleaseCLI(t *testing.T) {
 		t.Fatalf("--lineage of an old call: %s", got)
 	}
 }
+
+// TestLedgerVerifyOutcomeUnknown: `ledger verify` counts the forwarded
+// calls whose decision record has no outcome record (outcome unknown),
+// in the text report and in --json, and still exits 0: it is not an error
+// of the chain. A held call (response_scan_result on its decision) and a
+// completed one are not counted; neither are the calls of the previous
+// release's ledger, whose outcomes are decision receipts of the same id.
+func TestLedgerVerifyOutcomeUnknown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ctx := context.Background()
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "unknown-test", CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []struct{ kind, id, payload string }{
+		{ledger.KindGatewayDecision, "audit_1", `{"action":"allow","audit_event_id":"audit_1","gateway_decision_id":"gw_dec_1","phase":"decision"}`},
+		{ledger.KindGatewayDecision, "audit_2", `{"action":"allow","audit_event_id":"audit_2","gateway_decision_id":"gw_dec_2","phase":"decision"}`},
+		{ledger.KindGatewayDecision, "audit_3", `{"action":"deny","audit_event_id":"audit_3","gateway_decision_id":"gw_dec_3","phase":"decision","response_scan_result":{"status":"not_run"}}`},
+		{ledger.KindGatewayOutcome, "audit_4", `{"action":"allow","audit_event_id":"audit_4","completes_decision_id":"gw_dec_1","gateway_decision_id":"gw_dec_4","phase":"outcome"}`},
+	} {
+		if _, err := l.Append(ctx, rec.kind, rec.id, []byte(rec.payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--skip-signatures")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, "OK ledger unknown-test") || !strings.Contains(out, "1 forwarded calls have no outcome record (outcome unknown") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--skip-signatures", "--json")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, `"outcome_unknown":1`) || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("verify --json: %s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", "../ledger/testdata/previous-release.db", "--key", "../ledger/testdata/previous-release.vkey", "--json")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, `"outcome_unknown":0`) {
+		t.Fatalf("previous release's ledger: %s", out)
+	}
+}

@@ -63,6 +63,7 @@ type wrapFlags struct {
 	ledgerKey    string
 	ckptEvery    time.Duration
 	ckptEntries  int64
+	deferOutcome time.Duration
 	receiptKeys  string
 	requireRcpts string
 	gatewayID    string
@@ -106,6 +107,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.ledgerKey, "ledger-key", "", "note signer key for ledger checkpoints (default: ledger.skey beside the default ledger, created on first use)")
 	fl.DurationVar(&f.ckptEvery, "checkpoint-every", ledger.DefaultCheckpointEvery, "sign a ledger checkpoint when entries have waited this long without one (0: no time trigger)")
 	fl.Int64Var(&f.ckptEntries, "checkpoint-entries", ledger.DefaultCheckpointEveryN, "sign a ledger checkpoint when this many entries are not covered by one (0: no count trigger); one is always signed at exit")
+	fl.DurationVar(&f.deferOutcome, "defer-outcome", 0, "let each call's outcome record ride the next ledger commit, at most this long after the response, instead of making it durable before the response is relayed (0: durable first; a crash in that window leaves the outcome unknown)")
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")

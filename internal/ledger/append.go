@@ -108,11 +108,15 @@ type latestCheckpoint struct {
 type appendReq struct {
 	// first marks the first request of a group (EnqueueAll): the
 	// members follow it in the batch and share its context.
-	first    bool
-	ctx      context.Context
-	kind     string
-	recordID string
-	payload  []byte
+	first bool
+	// deferUntil, on the first request of a deferred group
+	// (EnqueueAllDeferred), is the latest time the group may wait for
+	// another group to commit with; zero commits it at once.
+	deferUntil time.Time
+	ctx        context.Context
+	kind       string
+	recordID   string
+	payload    []byte
 	// done answers the request; the members of a group share one,
 	// answered in order.
 	done chan appendResult
@@ -312,6 +316,22 @@ type Record struct {
 // Append does before anything is queued (ErrInvalid names the record's
 // index); other errors are Enqueue's.
 func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]Entry, error), err error) {
+	return l.enqueue(ctx, recs, 0)
+}
+
+// EnqueueAllDeferred queues recs as one group exactly as EnqueueAll does,
+// except that the group does not start a transaction of its own: it rides
+// the next group commit that another (not deferred) append starts, or, if
+// none comes within the given time (> 0), is committed on its own then.
+// Until it is committed a crash loses it. It is for records whose
+// durability the caller does not wait for (the audit Recorder's deferred
+// outcomes, docs/ledger.md "Per-call records"): fewer fsyncs when appends
+// are sparse. within <= 0 is EnqueueAll.
+func (l *Ledger) EnqueueAllDeferred(ctx context.Context, recs []Record, within time.Duration) (wait func() ([]Entry, error), err error) {
+	return l.enqueue(ctx, recs, within)
+}
+
+func (l *Ledger) enqueue(ctx context.Context, recs []Record, within time.Duration) (wait func() ([]Entry, error), err error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: no records", ErrInvalid)
 	}
@@ -347,6 +367,9 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 			done:     done,
 		}
 		group[i] = &reqs[i]
+	}
+	if within > 0 {
+		reqs[0].deferUntil = time.Now().Add(within)
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -448,13 +471,50 @@ func (l *Ledger) writer() {
 		tick = t.C
 	}
 	batch := make([]*appendReq, 0, l.maxBatch)
+	// held are deferred groups (EnqueueAllDeferred) waiting for a commit
+	// to ride, until the timer (armed for the earliest deadline) fires.
+	var held []*appendReq
+	hold := time.NewTimer(time.Hour)
+	hold.Stop()
+	armed := false
+	var armedAt time.Time
+	flush := func() {
+		if armed {
+			hold.Stop()
+			armed = false
+		}
+		if len(held) > 0 {
+			l.commit(held)
+			clear(held)
+			held = held[:0]
+		}
+	}
 	for {
 		select {
 		case g := <-l.reqs:
-			batch = l.fill(append(batch[:0], g...))
+			batch = l.fill(append(append(batch[:0], held...), g...))
+			clear(held)
+			held = held[:0]
+			if len(batch) < l.maxBatch && allDeferred(batch) {
+				held = append(held, batch...)
+				clear(batch)
+				if first := earliestDeferral(held); !armed || first.Before(armedAt) {
+					hold.Reset(time.Until(first))
+					armed, armedAt = true, first
+				}
+				continue
+			}
+			if armed {
+				hold.Stop()
+				armed = false
+			}
 			l.commit(batch)
 			clear(batch) // the requests' payloads are not kept until the next batch
+		case <-hold.C:
+			armed = false
+			flush()
 		case r := <-l.ckreqs:
+			flush() // a checkpoint asked for covers everything queued
 			c, err := l.checkpoint(r.ctx, ckResign)
 			r.done <- ckResult{c, err}
 		case <-tick:
@@ -462,6 +522,7 @@ func (l *Ledger) writer() {
 		case <-l.quit:
 			// No more sends can happen (closed is set under mu), so what
 			// is queued now is everything.
+			flush()
 			for {
 				select {
 				case g := <-l.reqs:
@@ -481,6 +542,27 @@ func (l *Ledger) writer() {
 			return
 		}
 	}
+}
+
+// allDeferred reports whether every group in batch is deferred.
+func allDeferred(batch []*appendReq) bool {
+	for _, r := range batch {
+		if r.first && r.deferUntil.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// earliestDeferral is the earliest deadline of the deferred groups in held.
+func earliestDeferral(held []*appendReq) time.Time {
+	var t time.Time
+	for _, r := range held {
+		if r.first && (t.IsZero() || r.deferUntil.Before(t)) {
+			t = r.deferUntil
+		}
+	}
+	return t
 }
 
 // fill adds groups already queued to batch while it holds fewer than

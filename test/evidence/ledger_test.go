@@ -36,6 +36,7 @@ type verifyJSON struct {
 	Verified          int64 `json:"verified"`
 	Checkpoints       int   `json:"checkpoints"`
 	SignaturesChecked bool  `json:"signatures_checked"`
+	OutcomeUnknown    int   `json:"outcome_unknown"`
 	Latest            *struct {
 		Size int64 `json:"size"`
 	} `json:"latest_checkpoint"`

@@ -130,7 +130,7 @@ type LeafStream struct {
 	have     bool
 }
 
-// add takes the next block; the stream keeps b.leaves until the next add
+// Add takes the next block; the stream keeps b.Leaves until the next Add
 // or end.
 func (s *LeafStream) Add(b LeafBlock) error {
 	if s.have {
@@ -142,7 +142,7 @@ func (s *LeafStream) Add(b LeafBlock) error {
 	return nil
 }
 
-// end passes the leaves of the last block.
+// End passes the leaves of the last block.
 func (s *LeafStream) End() error {
 	if !s.have {
 		return nil
@@ -165,6 +165,8 @@ type HashLookup struct {
 	found  []bool
 }
 
+// NewHashLookup returns the lookup of indexes (in any order, repeats
+// allowed).
 func NewHashLookup(indexes []int64) *HashLookup {
 	sorted := slices.Clone(indexes)
 	slices.Sort(sorted)
@@ -172,7 +174,7 @@ func NewHashLookup(indexes []int64) *HashLookup {
 	return &HashLookup{Sorted: sorted, got: make([]tlog.Hash, len(sorted)), found: make([]bool, len(sorted))}
 }
 
-// runs returns the runs of consecutive indexes of l.Sorted as [i, j)
+// Runs returns the runs of consecutive indexes of l.Sorted as [i, j)
 // ranges of positions.
 func (l *HashLookup) Runs() [][2]int {
 	var out [][2]int
@@ -191,7 +193,7 @@ func (l *HashLookup) Runs() [][2]int {
 // reads as a range of whole blocks; shorter ones are read hash by hash.
 const HashRunMin = 4
 
-// set records the hash at position i of l.Sorted, given the stored bytes
+// Set records the hash at position i of l.Sorted, given the stored bytes
 // for it (a hash of another length counts as missing).
 func (l *HashLookup) Set(i int, h []byte) {
 	if len(h) == tlog.HashSize {
@@ -200,7 +202,7 @@ func (l *HashLookup) Set(i int, h []byte) {
 	}
 }
 
-// fill records the hashes at positions [i, j) of l.Sorted from blocks, in
+// Fill records the hashes at positions [i, j) of l.Sorted from blocks, in
 // start order (those that may hold them: the one with the greatest start
 // <= l.Sorted[i], then every one that starts up to l.Sorted[j-1]).
 func (l *HashLookup) Fill(i, j int, blocks []HashBlock) {
@@ -220,7 +222,7 @@ func (l *HashLookup) Fill(i, j int, blocks []HashBlock) {
 	}
 }
 
-// result returns the hashes at indexes in the order asked, or ledger.ErrCorrupt
+// Result returns the hashes at indexes in the order asked, or ledger.ErrCorrupt
 // naming the first index (in that order) that is not stored.
 func (l *HashLookup) Result(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))

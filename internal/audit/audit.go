@@ -1,22 +1,27 @@
 // Package audit records the evidence of every tools/call: it implements
-// gateway.Evidence with server security receipts, gateway decision receipts
-// and audit events (package evidence), appended to the audit ledger
-// (package ledger). It follows the flow of evidence.md §1:
+// gateway.Evidence with gateway decision receipts (package evidence)
+// appended to the audit ledger (package ledger), as shared/spec/evidence.md
+// §1 and §9.1 ("Per-call evidence, second cut") describe:
 //
-//	decide -> gateway decision receipt + decision-phase audit event (durable
-//	before the call is forwarded or answered)
+//	decide -> the decision record (one ledger entry, durable before the
+//	call is forwarded or answered)
 //	response -> find/verify the server receipt (or synthesize one)
-//	-> receipts.require -> outcome receipt + outcome audit event
+//	-> receipts.require, receipt rules -> the outcome record (one ledger
+//	entry, durable before the response is relayed)
 //
-// Every record is a ledger entry: kind "server_receipt" (record id
-// receipt_id), "gateway_decision" (gateway_decision_id) and "audit_event"
-// (audit_event_id). The lineage server_receipt_id -> gateway_decision_id ->
-// audit_event_id is walkable both ways from the stored payloads.
+// Each record is one ledger entry, and the entry is the audit event: its
+// record_id is the record's audit_event_id. The decision record is of kind
+// "gateway_decision", the outcome record of kind "gateway_outcome"; each
+// has its own gateway_decision_id, and the outcome names the decision it
+// completes (completes_decision_id) and carries the server receipt exactly
+// as received (server_receipt_base64) or as synthesized. The lineage
+// server_receipt_id -> gateway_decision_id -> audit_event_id is walkable
+// both ways from the stored payloads (docs/ledger.md, "Per-call records").
 package audit
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,12 +37,20 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
-// Ledger entry kinds written by the Recorder.
+// Ledger entry kinds written by the Recorder (ledger.KindGatewayDecision,
+// ledger.KindGatewayOutcome).
 const (
-	KindServerReceipt   = "server_receipt"
-	KindGatewayDecision = "gateway_decision"
-	KindAuditEvent      = "audit_event"
+	// KindGatewayDecision is the decision record of a call.
+	KindGatewayDecision = ledger.KindGatewayDecision
+	// KindGatewayOutcome is the outcome record of a forwarded call.
+	KindGatewayOutcome = ledger.KindGatewayOutcome
 )
+
+// maxStoredReceipt is the largest server receipt (its JSON bytes) an
+// outcome record carries; a larger one is referenced by id and hash only,
+// with a warning, so that the record stays within ledger.MaxPayload once
+// base64-encoded.
+const maxStoredReceipt = 512 << 10
 
 // RuleReceiptRequirement is the matched_rule of an outcome that
 // receipts.require denied or monitored.
@@ -52,6 +65,15 @@ type Appender interface {
 }
 
 var _ Appender = (*ledger.Ledger)(nil)
+
+// DeferredAppender is an Appender that can let a group ride the next group
+// commit (ledger.Ledger.EnqueueAllDeferred); Config.DeferOutcome needs one.
+type DeferredAppender interface {
+	Appender
+	EnqueueAllDeferred(ctx context.Context, recs []ledger.Record, within time.Duration) (wait func() ([]ledger.Entry, error), err error)
+}
+
+var _ DeferredAppender = (*ledger.Ledger)(nil)
 
 // Config configures a Recorder.
 type Config struct {
@@ -74,6 +96,16 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// DeferOutcome, when > 0, lets each outcome record ride the next
+	// group commit, at most this long after the response (evidence.md
+	// §9.1, docs/ledger.md "Per-call records"): the response is relayed
+	// without waiting for the outcome to be durable, saving a commit per
+	// call when calls are sparse; a crash in that window leaves the
+	// decision without its outcome ("outcome unknown" in `gatehouse ledger
+	// verify`). A failure to write it later is logged. 0 (the default):
+	// the outcome is durable before the response reaches the client.
+	// Requires a DeferredAppender.
+	DeferOutcome time.Duration
 	// Policy, when it has receipt rules (rules whose condition reads
 	// `receipt`), decides each forwarded call again on its response, after
 	// Require (policy.EvaluateReceipt): a deny withholds the response
@@ -103,6 +135,9 @@ func New(cfg Config) (*Recorder, error) {
 	if _, err := evidence.ParseRequirement(string(cfg.Require)); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	if _, ok := cfg.Ledger.(DeferredAppender); cfg.DeferOutcome > 0 && !ok {
+		return nil, errors.New("audit: DeferOutcome needs a ledger that can defer a group (DeferredAppender)")
+	}
 	if cfg.Policy != nil && !cfg.Policy.HasReceiptRules() {
 		cfg.Policy = nil // nothing to evaluate on responses
 	}
@@ -131,9 +166,9 @@ type state struct {
 	tool *toolFacts
 }
 
-// Decided queues the gateway decision receipt and the decision-phase audit
-// event of one tools/call and returns a wait that returns once both are
-// durable in the ledger. A denied call's receipt has response_scan_result
+// Decided queues the decision record of one tools/call (one ledger entry of
+// kind gateway_decision, whose record_id is the record's audit_event_id)
+// and returns a wait that returns once it is durable in the ledger. A denied call's receipt has response_scan_result
 // not_run. The wait's errors are the ledger's (wrapped): the gateway then
 // fails closed as configured. c.Arguments and c.Meta are read before
 // Decided returns, never after.
@@ -178,9 +213,11 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		Warnings:            warnings,
 		ArgumentScanResult:  &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no argument scanners configured", ArgumentKeys: argKeys},
 		ShadowMode:          false,
+		AuditEventID:        evidence.NewAuditEventID(),
 		InputHash:           inputHash,
 		ToolSchemaHash:      tf.schemaHash,
 		ToolDescriptionHash: tf.descHash,
+		Phase:               evidence.PhaseDecision,
 	}
 	if !c.Forwarded {
 		rc.ResponseScanResult = evidence.HeldResponseScan()
@@ -193,26 +230,53 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 			InputHash: inputHash, ArgumentKeys: argKeys,
 		},
 	}
-	return r.write(rc, evidence.PhaseDecision, nil, nil)
+	return r.write(KindGatewayDecision, rc)
 }
 
 // failed is a wait that reports err.
 func failed(err error) func() error { return func() error { return err } }
 
-// Responded queues the outcome of a forwarded call: the server receipt
-// (verified by the gateway, or synthesized when the server sent none), the
-// outcome-phase gateway decision receipt and audit event. resp is read
-// before Responded returns, never after. The returned wait reports withhold
-// true when receipts.require denies the receipt's status, or when the
+// Responded queues the outcome record of a forwarded call (one ledger entry
+// of kind gateway_outcome): a new gateway decision receipt with its own
+// gateway_decision_id and audit_event_id, naming the decision it completes
+// (completes_decision_id), with the final action, the response scan and
+// the server receipt — verified by the gateway and kept exactly as
+// received, or synthesized when the server sent none. What the decision
+// record already holds (the argument scan, the input and tool hashes, the
+// decision's warnings) is not repeated. resp is read before Responded
+// returns, never after. The returned wait reports withhold true when
+// receipts.require or a receipt rule denies the receipt, or when the
 // outcome could not be recorded.
 func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func() (bool, string)) {
 	st, ok := c.State.(*state)
 	if !ok {
 		return func() (bool, string) { return false, "" }
 	}
-	rc := *st.receipt // the outcome copy; the decision-phase one is written
-	rc.IssuedAt = evidence.Timestamp(time.Now())
-	rc.Warnings = append([]string(nil), st.receipt.Warnings...)
+	now := time.Now()
+	// The outcome record carries what the outcome adds (the final action,
+	// the response, the server receipt) and names the decision for the
+	// rest: what only the request determined (argument scan, input and
+	// tool hashes, the decision's warnings) is in the decision record, not
+	// repeated.
+	d := st.receipt
+	rc := evidence.GatewayDecisionReceipt{
+		GatewayDecisionID:   evidence.NewGatewayDecisionID(),
+		SchemaVersion:       d.SchemaVersion,
+		IssuedAt:            evidence.Timestamp(now),
+		GatewayID:           d.GatewayID,
+		ServerID:            d.ServerID,
+		ToolName:            d.ToolName,
+		ActorRefID:          d.ActorRefID,
+		Role:                d.Role,
+		Action:              d.Action,
+		MatchedRule:         d.MatchedRule,
+		Reason:              d.Reason,
+		PolicyVersion:       d.PolicyVersion,
+		ShadowMode:          d.ShadowMode,
+		AuditEventID:        evidence.NewAuditEventID(),
+		Phase:               evidence.PhaseOutcome,
+		CompletesDecisionID: d.GatewayDecisionID,
+	}
 	facts := st.facts
 	var raw []byte
 	var sr *evidence.ServerReceipt
@@ -224,7 +288,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 			rc.Warnings = append(rc.Warnings, "output_hash not computed: "+errorClass(err))
 		}
 		if found, key, ok := evidence.Find(resp.Result, r.cfg.ReceiptKeys); ok {
-			raw = append([]byte(nil), found...)
+			raw = found // read before Responded returns: encoded below
 			if without, err := evidence.WithoutReceipt(resp.Result, key); err == nil {
 				facts.OutputHash, _ = evidence.Hash(without)
 			}
@@ -250,16 +314,29 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	if tf == nil {
 		tf = r.tools.get(c)
 	}
-	synthesized := false
-	if sr == nil {
-		// No receipt from the server: the gateway's own, synthesized at
-		// the host boundary from what it observed (status empty), encoded
-		// canonically.
-		syn := evidence.Synthesize(facts, tf.intent, time.Now())
-		if b, err := evidence.CanonicalJSON(syn); err == nil {
-			raw, sr = b, syn
-			synthesized = true
+	if raw != nil {
+		// The server's receipt, exactly as received: its bytes, and the
+		// hash of its RFC 8785 form (foreign JSON is canonicalized for
+		// its hash only).
+		if len(raw) <= maxStoredReceipt {
+			rc.ServerReceiptBase64 = base64.StdEncoding.EncodeToString(raw)
+		} else {
+			rc.Warnings = append(rc.Warnings, fmt.Sprintf("server receipt of %d bytes not stored (limit %d); referenced by id and hash", len(raw), maxStoredReceipt))
 		}
+		if h, err := evidence.Hash(raw); err == nil {
+			rc.ServerReceiptHash = h
+		} else {
+			rc.Warnings = append(rc.Warnings, "server_receipt_hash not computed: "+errorClass(err))
+		}
+	}
+	synthesized := false
+	if sr == nil && raw == nil {
+		// No receipt from the server: the gateway's own, synthesized at
+		// the host boundary from what it observed (status empty), part of
+		// the outcome record.
+		sr = evidence.Synthesize(facts, tf.intent, now)
+		rc.SynthesizedReceipt = sr
+		synthesized = true
 	}
 	// evidence.Normalize with the receipt (when it has no conflicts) is
 	// the tool's intent with the receipt's fields over it.
@@ -276,14 +353,19 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		}
 	}
 	rc.ServerReceiptStatus = status
-	if sr != nil {
+	switch {
+	case sr != nil:
 		rc.ServerReceiptID = sr.ReceiptID
 		if !serverReceiptIDUsable(sr.ReceiptID, synthesized) {
-			// Stored and referenced all the same, under an id of the
-			// gateway's: the receipt is the server's evidence.
+			// Referenced all the same, under an id of the gateway's:
+			// the receipt is the server's evidence.
 			rc.ServerReceiptID = evidence.NewUnnamedReceiptID()
-			rc.Warnings = append(rc.Warnings, "server receipt has no usable receipt_id; stored as "+rc.ServerReceiptID)
+			rc.Warnings = append(rc.Warnings, "server receipt has no usable receipt_id; referenced as "+rc.ServerReceiptID)
 		}
+	case raw != nil:
+		// A receipt that does not parse is kept and referenced too.
+		rc.ServerReceiptID = evidence.NewUnnamedReceiptID()
+		rc.Warnings = append(rc.Warnings, "server receipt has no usable receipt_id; referenced as "+rc.ServerReceiptID)
 	}
 	rc.ResponseScanResult = &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no response scanners configured"}
 	if resp.Error != nil {
@@ -308,7 +390,19 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	if r.cfg.Policy != nil && !withhold {
 		withhold, why = r.receiptRules(c, &rc, status, conflicts)
 	}
-	written := r.write(&rc, evidence.PhaseOutcome, sr, raw)
+	if r.cfg.DeferOutcome > 0 {
+		// Queued (and checked) now, durable with the next commit: the
+		// response does not wait for it.
+		written := r.writeDeferred(KindGatewayOutcome, &rc)
+		return func() (bool, string) {
+			if err := written(); err != nil {
+				r.log.Error("audit ledger write failed", "err", err)
+				return true, "the outcome could not be recorded in the audit ledger"
+			}
+			return withhold, why
+		}
+	}
+	written := r.write(KindGatewayOutcome, &rc)
 	return func() (bool, string) {
 		if err := written(); err != nil {
 			r.log.Error("audit ledger write failed", "err", err)
@@ -352,54 +446,18 @@ func (r *Recorder) receiptRules(c *gateway.Call, rc *evidence.GatewayDecisionRec
 	return false, ""
 }
 
-// write queues the server receipt (when there is one), the gateway
-// decision receipt and its audit event, in lineage order and as one group
-// (one transaction), and returns a wait for all of them to be durable.
-// Encoding happens before write returns.
-//
-// Every payload is RFC 8785 canonical JSON. The gateway's own records are
-// written canonically by evidence.CanonicalJSON; the server receipt goes
-// through ledger.Canonicalize, which returns bytes that are already
-// canonical (a synthesized receipt's) as they are. The audit event names
-// both by id and by the hash of their stored payloads (AuditEvent.Link).
-func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *evidence.ServerReceipt, srRaw []byte) func() error {
-	ctx := r.deadlines.get(time.Now())
-	fail := func(err error) func() error { return func() error { return err } }
-	var recs [3]ledger.Record
-	n := 0
-	var receipt []byte // the server receipt's payload, when there is one
-	if sr != nil {
-		var err error
-		receipt, err = ledger.Canonicalize(srRaw)
-		if err != nil {
-			// Keep the lineage even when the server's bytes cannot be
-			// canonicalized (numbers JSON cannot carry exactly).
-			receipt, _ = json.Marshal(map[string]string{"receipt_id": rc.ServerReceiptID, "error": errorClass(err)})
-			receipt, _ = ledger.Canonicalize(receipt)
-		}
-		recs[n] = ledger.Record{Kind: KindServerReceipt, RecordID: rc.ServerReceiptID, Payload: receipt}
-		n++
-	}
-	ev := rc.Event(phase)
-	decision, err := evidence.CanonicalJSON(rc)
+// write encodes rc once, in RFC 8785 form by construction
+// (evidence.CanonicalJSON), queues it as one ledger entry of kind whose
+// record_id is rc.AuditEventID (the entry is the audit event), and returns
+// a wait for it to be durable. Encoding happens before write returns.
+func (r *Recorder) write(kind string, rc *evidence.GatewayDecisionReceipt) func() error {
+	payload, err := evidence.CanonicalJSON(rc)
 	if err != nil {
-		return fail(fmt.Errorf("audit: encode %s: %w", KindGatewayDecision, err))
+		return failed(fmt.Errorf("audit: encode %s: %w", kind, err))
 	}
-	recs[n] = ledger.Record{Kind: KindGatewayDecision, RecordID: rc.GatewayDecisionID, Payload: decision}
-	n++
-	ev.Link(decision, receipt)
-	event, err := evidence.CanonicalJSON(&ev)
+	wait, err := r.cfg.Ledger.EnqueueAll(r.deadlines.get(time.Now()), []ledger.Record{{Kind: kind, RecordID: rc.AuditEventID, Payload: payload}})
 	if err != nil {
-		return fail(fmt.Errorf("audit: encode %s: %w", KindAuditEvent, err))
-	}
-	recs[n] = ledger.Record{Kind: KindAuditEvent, RecordID: ev.AuditEventID, Payload: event}
-	n++
-	// One group: the server receipt, the decision receipt and its audit
-	// event are committed together or not at all, so that a crash never
-	// leaves a receipt without the event that links it.
-	wait, err := r.cfg.Ledger.EnqueueAll(ctx, recs[:n])
-	if err != nil {
-		return fail(fmt.Errorf("audit: append: %w", err)) // the ledger names the record
+		return failed(fmt.Errorf("audit: append: %w", err)) // the ledger names the record
 	}
 	return func() error {
 		if _, err := wait(); err != nil {
@@ -407,6 +465,30 @@ func (r *Recorder) write(rc *evidence.GatewayDecisionReceipt, phase string, sr *
 		}
 		return nil
 	}
+}
+
+// writeDeferred is write for a deferred outcome: the record is encoded and
+// queued with Config.DeferOutcome (ledger.Ledger.EnqueueAllDeferred)
+// before it returns, and the wait it returns reports only what went wrong
+// before queueing; the durability is awaited on a goroutine of its own,
+// which logs a failure.
+func (r *Recorder) writeDeferred(kind string, rc *evidence.GatewayDecisionReceipt) func() error {
+	payload, err := evidence.CanonicalJSON(rc)
+	if err != nil {
+		return failed(fmt.Errorf("audit: encode %s: %w", kind, err))
+	}
+	da := r.cfg.Ledger.(DeferredAppender) // checked by New
+	wait, err := da.EnqueueAllDeferred(r.deadlines.get(time.Now()), []ledger.Record{{Kind: kind, RecordID: rc.AuditEventID, Payload: payload}}, r.cfg.DeferOutcome)
+	if err != nil {
+		return failed(fmt.Errorf("audit: append: %w", err))
+	}
+	id := rc.AuditEventID
+	go func() {
+		if _, err := wait(); err != nil {
+			r.log.Error("audit ledger: a deferred outcome was not recorded", "audit_event_id", id, "err", err)
+		}
+	}()
+	return func() error { return nil }
 }
 
 // errorClass names an error without the data it may quote.

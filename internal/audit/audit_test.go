@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
@@ -138,36 +139,43 @@ func TestLineageAndStatuses(t *testing.T) {
 			if withhold != tc.withhold {
 				t.Fatalf("withhold = %v, want %v", withhold, tc.withhold)
 			}
-			if got, want := led.kinds(), "gateway_decision,audit_event,server_receipt,gateway_decision,audit_event"; got != want {
+			// Two records, one entry each (evidence.md §9.1).
+			if got, want := led.kinds(), "gateway_decision,gateway_outcome"; got != want {
 				t.Fatalf("entries %s, want %s", got, want)
 			}
-			// Each phase is one group (one transaction): a crash never
-			// keeps a receipt without its audit event.
-			if fmt.Sprint(led.groups) != "[2 3]" {
-				t.Fatalf("groups %v, want [2 3] (decision, outcome)", led.groups)
+			if fmt.Sprint(led.groups) != "[1 1]" {
+				t.Fatalf("groups %v, want [1 1] (decision, outcome)", led.groups)
 			}
-			out := led.payload(t, KindGatewayDecision, 1)
-			if out["server_receipt_status"] != tc.status || out["action"] != tc.action {
-				t.Fatalf("outcome receipt status %v action %v, want %s %s", out["server_receipt_status"], out["action"], tc.status, tc.action)
-			}
-			// Lineage: server receipt -> gateway decision -> audit event.
-			sr := led.payload(t, KindServerReceipt, 0)
-			ev := led.payload(t, KindAuditEvent, 1)
-			if out["server_receipt_id"] != sr["receipt_id"] || ev["gateway_decision_id"] != out["gateway_decision_id"] || out["audit_event_id"] != ev["audit_event_id"] {
-				t.Fatalf("lineage broken: receipt %v, decision %v, event %v", sr["receipt_id"], out, ev)
+			out := led.payload(t, KindGatewayOutcome, 0)
+			if out["server_receipt_status"] != tc.status || out["action"] != tc.action || out["phase"] != "outcome" {
+				t.Fatalf("outcome receipt status %v action %v phase %v, want %s %s outcome", out["server_receipt_status"], out["action"], out["phase"], tc.status, tc.action)
 			}
 			dec := led.payload(t, KindGatewayDecision, 0)
-			if dec["gateway_decision_id"] != out["gateway_decision_id"] || dec["input_hash"] == "" || dec["tool_schema_hash"] == nil {
+			if dec["input_hash"] == "" || dec["tool_schema_hash"] == nil || dec["phase"] != "decision" {
 				t.Fatalf("decision receipt %v", dec)
+			}
+			// One id, one record; the outcome names the decision it
+			// completes; each entry is the audit event its record names.
+			if dec["gateway_decision_id"] == out["gateway_decision_id"] || out["completes_decision_id"] != dec["gateway_decision_id"] {
+				t.Fatalf("outcome %v / decision %v: ids not distinct or not linked", out["gateway_decision_id"], dec["gateway_decision_id"])
+			}
+			checkRecords(t, led)
+			// The server's receipt, when it sent one, is kept as received.
+			if found, _, ok := evidence.Find(res, evidence.DefaultReceiptKeys); ok {
+				if got := storedReceipt(t, out); !bytes.Equal(got, found) {
+					t.Fatalf("stored server receipt\n%s\nwant the bytes received\n%s", got, found)
+				}
+			} else if sr, _ := out["synthesized_receipt"].(map[string]any); sr == nil || sr["receipt_id"] != out["server_receipt_id"] {
+				t.Fatalf("no synthesized receipt named by server_receipt_id: %v", out)
 			}
 		})
 	}
 }
 
 // TestReceiptWithoutUsableID: a server receipt whose receipt_id is missing
-// or cannot be a ledger record id is still stored, unchanged, under an id
-// of the gateway's, which the outcome decision names and the outcome event
-// links by id and hash, with a warning; the call is not failed for it.
+// or cannot be a ledger record id is still stored, unchanged, in the
+// outcome record, which references it under an id of the gateway's, with a
+// warning; the call is not failed for it.
 func TestReceiptWithoutUsableID(t *testing.T) {
 	for name, mutate := range map[string]func(map[string]any){
 		"missing":           func(m map[string]any) { delete(m, "receipt_id") },
@@ -193,23 +201,22 @@ func TestReceiptWithoutUsableID(t *testing.T) {
 			if withhold, why := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})(); withhold {
 				t.Fatalf("withheld: %s", why)
 			}
-			if got, want := led.kinds(), "gateway_decision,audit_event,server_receipt,gateway_decision,audit_event"; got != want {
+			if got, want := led.kinds(), "gateway_decision,gateway_outcome"; got != want {
 				t.Fatalf("entries %s, want %s", got, want)
 			}
-			stored := led.entries[2]
-			if !strings.HasPrefix(stored.RecordID, evidence.PrefixUnnamedReceipt) || stored.RecordID == evidence.PrefixUnnamedReceipt+"01M8PHBNSK235C3GXTW74EHMGT" ||
-				!bytes.Contains(stored.Payload, []byte(`"receipt_signature"`)) {
-				t.Fatalf("server receipt stored as %s: %s", stored.RecordID, stored.Payload)
+			out := led.payload(t, KindGatewayOutcome, 0)
+			id, _ := out["server_receipt_id"].(string)
+			if !strings.HasPrefix(id, evidence.PrefixUnnamedReceipt) || id == evidence.PrefixUnnamedReceipt+"01M8PHBNSK235C3GXTW74EHMGT" {
+				t.Fatalf("server receipt referenced as %q", id)
 			}
-			out := led.payload(t, KindGatewayDecision, 1)
-			ev := led.payload(t, KindAuditEvent, 1)
-			if out["server_receipt_id"] != stored.RecordID || ev["server_receipt_id"] != stored.RecordID {
-				t.Fatalf("the outcome names receipt %v (event %v), stored as %s", out["server_receipt_id"], ev["server_receipt_id"], stored.RecordID)
+			found, _, _ := evidence.Find(res, evidence.DefaultReceiptKeys)
+			if got := storedReceipt(t, out); !bytes.Equal(got, found) {
+				t.Fatalf("stored server receipt %s, want %s", got, found)
 			}
-			if !strings.Contains(strings.Join(toStrings(out["warnings"]), ";"), "no usable receipt_id; stored as "+stored.RecordID) {
+			if !strings.Contains(strings.Join(toStrings(out["warnings"]), ";"), "no usable receipt_id; referenced as "+id) {
 				t.Fatalf("no warning: %v", out["warnings"])
 			}
-			checkLinks(t, led)
+			checkRecords(t, led)
 		})
 	}
 }
@@ -222,7 +229,7 @@ func TestDeniedCallIsHeldNotRun(t *testing.T) {
 	if err := r.Decided(c)(); err != nil {
 		t.Fatal(err)
 	}
-	if led.kinds() != "gateway_decision,audit_event" {
+	if led.kinds() != "gateway_decision" {
 		t.Fatalf("entries %s", led.kinds())
 	}
 	d := led.payload(t, KindGatewayDecision, 0)
@@ -327,7 +334,7 @@ rules:
 				t.Fatalf("withhold %v (%q), want %v", withhold, why, tc.withhold)
 			}
 			dec := led.payload(t, KindGatewayDecision, 0)
-			out := led.payload(t, KindGatewayDecision, 1)
+			out := led.payload(t, KindGatewayOutcome, 0)
 			if dec["action"] != "allow" || dec["matched_rule"] != "default" {
 				t.Errorf("the request's receipt changed: %v %v", dec["action"], dec["matched_rule"])
 			}
@@ -337,8 +344,99 @@ rules:
 			if ws := strings.Join(toStrings(out["warnings"]), "; "); tc.warning != "" && !strings.Contains(ws, tc.warning) {
 				t.Errorf("outcome warnings %q lack %q", ws, tc.warning)
 			}
-			if ev := led.payload(t, KindAuditEvent, 1); ev["action"] != tc.action {
-				t.Errorf("outcome audit event action %v, want %s", ev["action"], tc.action)
+		})
+	}
+}
+
+// deferLedger is a memLedger whose appends are durable only when release
+// is closed, and which records which groups were deferred.
+type deferLedger struct {
+	memLedger
+	release  chan struct{}
+	deferred []time.Duration // per group, 0: not deferred
+}
+
+func (d *deferLedger) enqueue(ctx context.Context, recs []ledger.Record, within time.Duration) (func() ([]ledger.Entry, error), error) {
+	w, err := d.memLedger.EnqueueAll(ctx, recs)
+	d.mu.Lock()
+	d.deferred = append(d.deferred, within)
+	d.mu.Unlock()
+	return func() ([]ledger.Entry, error) { <-d.release; return w() }, err
+}
+
+func (d *deferLedger) EnqueueAll(ctx context.Context, recs []ledger.Record) (func() ([]ledger.Entry, error), error) {
+	return d.enqueue(ctx, recs, 0)
+}
+
+func (d *deferLedger) EnqueueAllDeferred(ctx context.Context, recs []ledger.Record, within time.Duration) (func() ([]ledger.Entry, error), error) {
+	return d.enqueue(ctx, recs, within)
+}
+
+// TestDeferOutcome: with Config.DeferOutcome the outcome record is queued
+// deferred (it rides the next group commit) and the response is released
+// without waiting for it to be durable, while the decision is still
+// awaited; receipts.require still withholds. Without it, the outcome is
+// awaited. New refuses DeferOutcome on a ledger that cannot defer.
+func TestDeferOutcome(t *testing.T) {
+	if _, err := New(Config{Ledger: &memLedger{}, DeferOutcome: time.Millisecond}); err == nil {
+		t.Fatal("DeferOutcome accepted on a ledger that cannot defer")
+	}
+	for _, tc := range []struct {
+		name         string
+		defer_       time.Duration
+		require      evidence.Requirement
+		wantWithhold bool
+	}{
+		{"deferred", 10 * time.Millisecond, evidence.RequireNone, false},
+		{"deferred, withheld by receipts.require", 10 * time.Millisecond, evidence.RequirePresent, true},
+		{"durable before the response", 0, evidence.RequireNone, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			led := &deferLedger{release: make(chan struct{})}
+			r, err := New(Config{Ledger: led, GatewayID: "gw", DeferOutcome: tc.defer_, Require: tc.require})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := call(true)
+			decided := make(chan error, 1)
+			go func() { decided <- r.Decided(c)() }()
+			select {
+			case <-decided:
+				t.Fatal("Decided's wait returned before the decision was durable")
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(led.release) // from now on everything is durable at once
+			if err := <-decided; err != nil {
+				t.Fatal(err)
+			}
+			led.release = make(chan struct{}) // the outcome is not durable until closed again
+			wait := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: []byte(`{"content":[]}`)})
+			got := make(chan bool, 1)
+			go func() { w, _ := wait(); got <- w }()
+			select {
+			case w := <-got:
+				if tc.defer_ == 0 {
+					t.Fatal("the response was released before its outcome was durable")
+				}
+				if w != tc.wantWithhold {
+					t.Fatalf("withhold %v, want %v", w, tc.wantWithhold)
+				}
+			case <-time.After(50 * time.Millisecond):
+				if tc.defer_ > 0 {
+					t.Fatal("a deferred outcome held the response back")
+				}
+			}
+			close(led.release)
+			if tc.defer_ == 0 {
+				if w := <-got; w != tc.wantWithhold {
+					t.Fatalf("withhold %v, want %v", w, tc.wantWithhold)
+				}
+			}
+			if want := fmt.Sprint([]time.Duration{0, tc.defer_}); fmt.Sprint(led.deferred) != want {
+				t.Fatalf("groups deferred %v, want %s (decision never deferred)", led.deferred, want)
+			}
+			if led.kinds() != "gateway_decision,gateway_outcome" {
+				t.Fatalf("entries %s", led.kinds())
 			}
 		})
 	}

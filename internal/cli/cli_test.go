@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 )
 
 // TestUnknownSubcommands: a misspelled subcommand is named as such, with or
@@ -100,6 +103,36 @@ func TestResolvePath(t *testing.T) {
 	} {
 		if got := resolvePath(in); got != want {
 			t.Errorf("resolvePath(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestCheckpointOptions: wrap's --checkpoint-every and --checkpoint-entries
+// reach the ledger options (0 turns a trigger off, which ledger.Options
+// spells as negative); negative flags are refused, naming the flag.
+func TestCheckpointOptions(t *testing.T) {
+	for _, tc := range []struct {
+		every   time.Duration
+		entries int64
+		want    ledger.Options
+		err     string
+	}{
+		{ledger.DefaultCheckpointEvery, ledger.DefaultCheckpointEveryN, ledger.Options{CheckpointEvery: 30 * time.Second, CheckpointEveryN: 1000}, ""},
+		{5 * time.Second, 50, ledger.Options{CheckpointEvery: 5 * time.Second, CheckpointEveryN: 50}, ""},
+		{0, 50, ledger.Options{CheckpointEvery: -1, CheckpointEveryN: 50}, ""},
+		{time.Minute, 0, ledger.Options{CheckpointEvery: time.Minute, CheckpointEveryN: -1}, ""},
+		{-time.Second, 50, ledger.Options{}, "--checkpoint-every"},
+		{time.Second, -1, ledger.Options{}, "--checkpoint-entries"},
+	} {
+		got, err := checkpointOptions(tc.every, tc.entries)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("checkpointOptions(%v, %d) error %v, want one naming %s", tc.every, tc.entries, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got.CheckpointEvery != tc.want.CheckpointEvery || got.CheckpointEveryN != tc.want.CheckpointEveryN {
+			t.Errorf("checkpointOptions(%v, %d) = %+v, %v; want %+v", tc.every, tc.entries, got, err, tc.want)
 		}
 	}
 }

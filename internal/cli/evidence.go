@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/audit"
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
@@ -71,16 +73,48 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 		return nil, nil, fmt.Errorf("--ledger-key: %w", err)
 	}
 	warnReadableKey(stderr, keyPath)
-	led, err := ledger.Open(ctx, dsn, ledger.Options{Signer: signer})
+	opts, err := checkpointOptions(f.ckptEvery, f.ckptEntries)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Signer = signer
+	led, err := backends.Open(ctx, dsn, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)
 	}
-	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger, Policy: pol})
+	if f.deferOutcome < 0 {
+		led.Close(ctx)
+		return nil, nil, fmt.Errorf("--defer-outcome %s: want a positive duration, or 0 for outcomes durable before the response", f.deferOutcome)
+	}
+	rec, err := audit.New(audit.Config{Ledger: led, Keys: keys, Require: req, GatewayID: f.gatewayID, Logger: logger, Policy: pol, DeferOutcome: f.deferOutcome})
 	if err != nil {
 		led.Close(ctx)
 		return nil, nil, err
 	}
 	return led, rec, nil
+}
+
+// checkpointOptions are the ledger options of wrap's --checkpoint-every
+// and --checkpoint-entries (docs/ledger.md, "Checkpoints"): a checkpoint is
+// signed when entries have waited every without one, or when entries are
+// not covered by one, whichever comes first, and at close; 0 turns that
+// trigger off. Negative values are an error naming the flag.
+func checkpointOptions(every time.Duration, entries int64) (ledger.Options, error) {
+	var o ledger.Options
+	switch {
+	case every < 0:
+		return o, fmt.Errorf("--checkpoint-every %s: want a positive duration, or 0 for no time trigger", every)
+	case entries < 0:
+		return o, fmt.Errorf("--checkpoint-entries %d: want a positive count, or 0 for no count trigger", entries)
+	}
+	o.CheckpointEvery, o.CheckpointEveryN = every, entries
+	if every == 0 {
+		o.CheckpointEvery = -1 // ledger.Options: negative disables, 0 is the default
+	}
+	if entries == 0 {
+		o.CheckpointEveryN = -1
+	}
+	return o, nil
 }
 
 // defaultStateDir is the directory of the default ledger.

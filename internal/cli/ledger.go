@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
@@ -114,7 +115,7 @@ func ledgerOpenRO(ctx context.Context, state string) (ledger.Store, string, erro
 	if err != nil {
 		return nil, "", &exitError{code: ledgerExitUnreadable, err: err}
 	}
-	s, err := ledger.OpenStore(ctx, dsn, true)
+	s, err := backends.OpenStore(ctx, dsn, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, dsn, &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("no ledger at %s yet (gatehouse wrap creates it on its first run; --state names another)", ledgerDisplayDSN(dsn))}
 	}
@@ -212,6 +213,9 @@ type ledgerVerifyJSON struct {
 	SignaturesChecked bool            `json:"signatures_checked"`
 	Latest            *ledgerCkptJSON `json:"latest_checkpoint,omitempty"`
 	Problem           *ledger.Problem `json:"problem,omitempty"`
+	// OutcomeUnknown is the number of forwarded calls whose decision
+	// record has no outcome record (outcomeTracker).
+	OutcomeUnknown int `json:"outcome_unknown"`
 }
 
 type ledgerCkptJSON struct {
@@ -233,7 +237,11 @@ its own seq and the ledger's id, links to the previous entry's hash
 equal those recomputed from the entries; and that every stored checkpoint is
 signed by one of the --key verifier keys and its root equals the tree of the
 entries it covers. It stops at the first problem and names it: the entry's
-seq, or the checkpoint's id.
+seq, or the checkpoint's id. It also counts the forwarded calls whose
+decision record has no outcome record ("outcome unknown": the gateway
+stopped before the response, the call was cancelled before forwarding, or
+an outcome written with wrap --defer-outcome was lost in a crash), which is
+not an error of the chain.
 
 --key is required: without the verifier key nothing binds the ledger to the
 gateway, and anyone who can write the database could rewrite it
@@ -259,7 +267,8 @@ read.`,
 				return err
 			}
 			defer s.Close()
-			opts := ledger.VerifyOptions{Verifiers: verifiers}
+			var outcomes outcomeTracker
+			opts := ledger.VerifyOptions{Verifiers: verifiers, Entry: outcomes.add}
 			if progress || ledgerIsTerminal(stderr) {
 				p, end := ledgerProgress(stderr)
 				opts.Progress = p
@@ -277,6 +286,7 @@ read.`,
 				out := ledgerVerifyJSON{
 					OK: rep.Problem == nil, LedgerID: rep.LedgerID, Size: rep.Size, Verified: rep.Verified,
 					Checkpoints: rep.Checkpoints, SignaturesChecked: rep.SignaturesChecked, Problem: rep.Problem,
+					OutcomeUnknown: len(outcomes.pending),
 				}
 				if rep.Latest != nil {
 					out.Latest = &ledgerCkptJSON{Origin: rep.Latest.Origin, Size: rep.Latest.Size, Root: rep.Latest.Hash.String()}
@@ -287,6 +297,9 @@ read.`,
 				}
 			} else {
 				ledgerPrintReport(stdout, rep, time.Since(start), keys)
+				if n := len(outcomes.pending); n > 0 {
+					fmt.Fprintf(stdout, "  %d forwarded calls have no outcome record (outcome unknown: the gateway stopped before the response, or a deferred outcome was lost); not an error of the chain\n", n)
+				}
 			}
 			if verifiers == nil {
 				fmt.Fprintln(stderr, "gatehouse: warning: no --key: checkpoint signatures were NOT checked")
@@ -306,6 +319,37 @@ read.`,
 	c.Flags().BoolVar(&skipSigs, "skip-signatures", false, "verify without a key: chain and tree only, checkpoint signatures NOT checked")
 	ledgerUsageErrors(c)
 	return c
+}
+
+// outcomeTracker counts, over the entries Verify passes, the forwarded
+// calls whose decision record has no outcome record (evidence.md §9.1:
+// "outcome unknown"): a decision without response_scan_result was
+// forwarded; an outcome (kind gateway_outcome, or in older ledgers the
+// outcome-phase gateway_decision under the same id) completes it. Memory
+// is proportional to the calls in flight along the chain, not to the
+// ledger.
+type outcomeTracker struct {
+	pending map[string]bool // gateway_decision_id
+}
+
+func (o *outcomeTracker) add(e *ledger.Entry) {
+	switch e.Kind {
+	case ledger.KindGatewayDecision:
+		f := ledgerFields(e.Payload)
+		if f.GatewayDecisionID == "" {
+			return
+		}
+		if f.HasResponseScan {
+			delete(o.pending, f.GatewayDecisionID) // held, or an old outcome phase
+			return
+		}
+		if o.pending == nil {
+			o.pending = map[string]bool{}
+		}
+		o.pending[f.GatewayDecisionID] = true
+	case ledger.KindGatewayOutcome:
+		delete(o.pending, ledgerFields(e.Payload).CompletesDecisionID)
+	}
 }
 
 func ledgerPrintReport(w io.Writer, rep *ledger.Report, took time.Duration, keys []string) {
@@ -368,6 +412,12 @@ type ledgerPayloadFields struct {
 	ReceiptStatus     string
 	GatewayDecisionID string
 	AuditEventID      string
+	// CompletesDecisionID is an outcome record's link to its decision.
+	CompletesDecisionID string
+	// HasResponseScan: the payload has a response_scan_result member (a
+	// decision record of a call held before forwarding; in ledgers before
+	// December 2026 also the outcome-phase decision receipt).
+	HasResponseScan bool
 }
 
 // ledgerFields reads the top-level string members show uses from a
@@ -400,6 +450,10 @@ func ledgerFields(payload []byte) ledgerPayloadFields {
 			dst = &f.GatewayDecisionID
 		case "audit_event_id":
 			dst = &f.AuditEventID
+		case "completes_decision_id":
+			dst = &f.CompletesDecisionID
+		case "response_scan_result":
+			f.HasResponseScan = true
 		}
 		if dst != nil && d.PeekKind() == '"' {
 			v, err := d.ReadToken()
@@ -424,7 +478,7 @@ func ledgerLinks(e *ledger.Entry, f *ledgerPayloadFields) []string {
 	// receipt stored under an id of the gateway's because its own was
 	// unusable, where following it would join every call whose receipt
 	// carried the same unusable id.
-	for _, s := range []string{e.RecordID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID} {
+	for _, s := range []string{e.RecordID, f.ServerReceiptID, f.GatewayDecisionID, f.AuditEventID, f.CompletesDecisionID} {
 		if s != "" {
 			out = append(out, s)
 		}
@@ -449,9 +503,12 @@ time, inclusive.
 
 --lineage ID prints the entries linked to ID in both directions: starting
 from any server receipt id, gateway decision id or audit event id, it follows
-record_id and the payload members server_receipt_id, gateway_decision_id and
-audit_event_id until no new id appears (the lineage server_receipt_id ->
-gateway_decision_id -> audit_event_id).
+record_id and the payload members server_receipt_id, gateway_decision_id,
+audit_event_id and completes_decision_id until no new id appears (the
+lineage server_receipt_id -> gateway_decision_id -> audit_event_id: a call's
+decision record and its outcome record, which carries the server receipt;
+in ledgers of releases before December 2026 also the separate server
+receipt and audit event entries).
 
 show does not verify the ledger (see "ledger verify").
 
@@ -468,7 +525,7 @@ met, 64 usage, 2 the ledger cannot be read.`,
 	fl.StringVar(&f.tool, "tool", "", "only entries whose payload tool_name is this")
 	fl.StringVar(&f.server, "server", "", "only entries whose payload server_id is this")
 	fl.StringVar(&f.action, "action", "", "only entries whose payload action is this (allow, deny, monitor, redact, quarantine)")
-	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (audit_event, gateway_decision, server_receipt, session)")
+	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (gateway_decision, gateway_outcome, session; audit_event, server_receipt in older ledgers)")
 	fl.StringVar(&f.record, "record", "", "only the entries with this record_id")
 	fl.StringVar(&f.since, "since", "", "only entries at or after this RFC 3339 time")
 	fl.StringVar(&f.until, "until", "", "only entries at or before this RFC 3339 time")
@@ -483,7 +540,7 @@ met, 64 usage, 2 the ledger cannot be read.`,
 var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
 
 // showKinds are the values of --kind: the entry kinds Gatehouse writes.
-var showKinds = []string{ledger.KindAuditEvent, ledger.KindGatewayDecision, ledger.KindServerReceipt, ledger.KindSession}
+var showKinds = []string{ledger.KindGatewayDecision, ledger.KindGatewayOutcome, ledger.KindSession, ledger.KindAuditEvent, ledger.KindServerReceipt}
 
 func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	var since, until time.Time
@@ -829,7 +886,7 @@ Exit status: 0 printed, 1 failed, 2 cannot be read.`,
 					return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %w", err)}
 				}
 			}
-			s, err := ledger.OpenStore(ctx, dsn, false)
+			s, err := backends.OpenStore(ctx, dsn, false)
 			if err != nil {
 				return &exitError{code: ledgerExitUnreadable, err: fmt.Errorf("ledger checkpoint: %s: %w", ledgerDisplayDSN(dsn), err)}
 			}

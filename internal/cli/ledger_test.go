@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 )
 
 // runLedgerCLI runs `gatehouse ARGS` with the ledger and keys commands and
@@ -115,7 +116,7 @@ func cliLedger(t *testing.T) (path, skey, vkey string) {
 	}
 	path = filepath.Join(dir, "state", "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "cli-test", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "cli-test", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestLedgerShowCLI(t *testing.T) {
 		t.Fatalf("--action DENY: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", path, "--kind", "receipt")
-	if code != 64 || out != "" || !strings.Contains(errOut, "want one of audit_event, gateway_decision, server_receipt, session") {
+	if code != 64 || out != "" || !strings.Contains(errOut, "want one of gateway_decision, gateway_outcome, session, audit_event, server_receipt") {
 		t.Fatalf("--kind receipt: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// A lineage id nothing carries is said so on stderr (exit 0: an
@@ -329,7 +330,7 @@ func TestLedgerProveCLI(t *testing.T) {
 	os.WriteFile(oldFile, []byte(oldCkpt), 0o644)
 	// ...the ledger grows and is signed again...
 	signer, _ := ledger.LoadSigner(skey)
-	l, err := ledger.Open(context.Background(), path, ledger.Options{Signer: signer})
+	l, err := backends.Open(context.Background(), path, ledger.Options{Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestLedgerCommandsPointToDefaults(t *testing.T) {
 func TestLedgerLineageUnnamedReceipts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "unnamed-test", CheckpointEvery: -1})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "unnamed-test", CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,5 +481,135 @@ func TestLedgerLineageUnnamedReceipts(t *testing.T) {
 	wantCode(t, code, 0, out, errOut)
 	if !strings.Contains(out, "audit_A") || strings.Contains(out, "_B") {
 		t.Fatalf("--lineage mcp_rcpt_unnamed_A:\n%s", out)
+	}
+}
+
+// TestLedgerLineageRecords: in the per-call records of evidence.md §9.1 (a
+// decision record and an outcome record per forwarded call, each entry
+// named by its audit_event_id, the outcome naming the decision it
+// completes and carrying the server receipt), `show --lineage` from any of
+// the ids of a call — the server receipt's, either gateway_decision_id,
+// either audit_event_id — finds exactly that call's two entries; a denied
+// call's lineage is its decision alone.
+func TestLedgerLineageRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ctx := context.Background()
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "records-test", CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []struct{ kind, id, payload string }{
+		{ledger.KindGatewayDecision, "audit_1", `{"action":"allow","audit_event_id":"audit_1","gateway_decision_id":"gw_dec_1","phase":"decision","server_id":"fs","tool_name":"read"}`},
+		{ledger.KindGatewayDecision, "audit_2", `{"action":"allow","audit_event_id":"audit_2","gateway_decision_id":"gw_dec_2","phase":"decision","server_id":"fs","tool_name":"read"}`},
+		{ledger.KindGatewayDecision, "audit_3", `{"action":"deny","audit_event_id":"audit_3","gateway_decision_id":"gw_dec_3","phase":"decision","server_id":"fs","tool_name":"rm"}`},
+		{ledger.KindGatewayOutcome, "audit_4", `{"action":"allow","audit_event_id":"audit_4","completes_decision_id":"gw_dec_2","gateway_decision_id":"gw_dec_4","phase":"outcome","server_id":"fs","server_receipt_base64":"e30=","server_receipt_id":"mcp_rcpt_2","server_receipt_status":"unsigned","tool_name":"read"}`},
+		{ledger.KindGatewayOutcome, "audit_5", `{"action":"deny","audit_event_id":"audit_5","completes_decision_id":"gw_dec_1","gateway_decision_id":"gw_dec_5","phase":"outcome","server_id":"fs","server_receipt_id":"mcp_rcpt_gw_1","server_receipt_status":"empty","synthesized_receipt":{"receipt_id":"mcp_rcpt_gw_1"},"tool_name":"read"}`},
+	} {
+		if _, err := l.Append(ctx, rec.kind, rec.id, []byte(rec.payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ from, want string }{
+		{"mcp_rcpt_2", "audit_2 audit_4"},
+		{"gw_dec_2", "audit_2 audit_4"},
+		{"gw_dec_4", "audit_2 audit_4"},
+		{"audit_2", "audit_2 audit_4"},
+		{"audit_4", "audit_2 audit_4"},
+		{"mcp_rcpt_gw_1", "audit_1 audit_5"},
+		{"gw_dec_1", "audit_1 audit_5"},
+		{"audit_5", "audit_1 audit_5"},
+		{"gw_dec_3", "audit_3"},
+	} {
+		out, errOut, code := runLedgerCLI(t, "", "ledger", "show", "--state", path, "--json", "--lineage", tc.from)
+		wantCode(t, code, 0, out, errOut)
+		var ids []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			e, err := ledger.ParseLeaf([]byte(line))
+			if err != nil {
+				t.Fatalf("--json line is not a leaf: %v\n%s", err, line)
+			}
+			ids = append(ids, e.RecordID)
+		}
+		if got := strings.Join(ids, " "); got != tc.want {
+			t.Errorf("show --lineage %s = %q, want %q", tc.from, got, tc.want)
+		}
+	}
+	// The table shows the outcome's receipt status and kind.
+	out, errOut, code := runLedgerCLI(t, "", "ledger", "show", "--state", path, "--kind", "gateway_outcome", "--action", "deny")
+	wantCode(t, code, 0, out, errOut)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "gateway_outcome") || !strings.Contains(lines[1], "empty") || !strings.Contains(lines[1], "audit_5") {
+		t.Fatalf("table:\n%s", out)
+	}
+}
+
+// TestLedgerOfPreviousReleaseCLI: `ledger verify` and `ledger show
+// --lineage` of this binary accept the ledger the previous release wrote
+// (internal/ledger/testdata/previous-release.db: five entries per call),
+// read-only and as it is.
+func TestLedgerOfPreviousReleaseCLI(t *testing.T) {
+	const fixture = "../ledger/testdata/previous-release.db"
+	out, errOut, code := runLedgerCLI(t, "", "ledger", "verify", "--state", fixture, "--key", "../ledger/testdata/previous-release.vkey")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, ": 15 entries, chain and Merkle tree verified") || !strings.Contains(out, "2 checkpoints verified (signatures checked)") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "show", "--state", fixture, "--json", "--lineage", "mcp_rcpt_rs_000001")
+	wantCode(t, code, 0, out, errOut)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		e, err := ledger.ParseLeaf([]byte(line))
+		if err != nil {
+			t.Fatalf("--json line is not a leaf: %v\n%s", err, line)
+		}
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, " "); got != "gateway_decision audit_event server_receipt gateway_decision audit_event" {
+		t.Fatalf("--lineage of an old call: %s", got)
+	}
+}
+
+// TestLedgerVerifyOutcomeUnknown: `ledger verify` counts the forwarded
+// calls whose decision record has no outcome record (outcome unknown),
+// in the text report and in --json, and still exits 0: it is not an error
+// of the chain. A held call (response_scan_result on its decision) and a
+// completed one are not counted; neither are the calls of the previous
+// release's ledger, whose outcomes are decision receipts of the same id.
+func TestLedgerVerifyOutcomeUnknown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ctx := context.Background()
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "unknown-test", CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []struct{ kind, id, payload string }{
+		{ledger.KindGatewayDecision, "audit_1", `{"action":"allow","audit_event_id":"audit_1","gateway_decision_id":"gw_dec_1","phase":"decision"}`},
+		{ledger.KindGatewayDecision, "audit_2", `{"action":"allow","audit_event_id":"audit_2","gateway_decision_id":"gw_dec_2","phase":"decision"}`},
+		{ledger.KindGatewayDecision, "audit_3", `{"action":"deny","audit_event_id":"audit_3","gateway_decision_id":"gw_dec_3","phase":"decision","response_scan_result":{"status":"not_run"}}`},
+		{ledger.KindGatewayOutcome, "audit_4", `{"action":"allow","audit_event_id":"audit_4","completes_decision_id":"gw_dec_1","gateway_decision_id":"gw_dec_4","phase":"outcome"}`},
+	} {
+		if _, err := l.Append(ctx, rec.kind, rec.id, []byte(rec.payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--skip-signatures")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, "OK ledger unknown-test") || !strings.Contains(out, "1 forwarded calls have no outcome record (outcome unknown") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", path, "--skip-signatures", "--json")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, `"outcome_unknown":1`) || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("verify --json: %s", out)
+	}
+	out, errOut, code = runLedgerCLI(t, "", "ledger", "verify", "--state", "../ledger/testdata/previous-release.db", "--key", "../ledger/testdata/previous-release.vkey", "--json")
+	wantCode(t, code, 0, out, errOut)
+	if !strings.Contains(out, `"outcome_unknown":0`) {
+		t.Fatalf("previous release's ledger: %s", out)
 	}
 }

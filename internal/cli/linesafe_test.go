@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 )
 
@@ -44,7 +45,7 @@ func hostileLedger(t *testing.T) (path, vkey string) {
 	}
 	path = filepath.Join(dir, "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "cli-test", Signer: signer, CheckpointEveryN: 1, CheckpointEvery: -1})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "cli-test", Signer: signer, CheckpointEveryN: 1, CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

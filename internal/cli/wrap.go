@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/stdio"
@@ -60,6 +61,9 @@ type wrapFlags struct {
 	state        string
 	noLedger     bool
 	ledgerKey    string
+	ckptEvery    time.Duration
+	ckptEntries  int64
+	deferOutcome time.Duration
 	receiptKeys  string
 	requireRcpts string
 	gatewayID    string
@@ -101,6 +105,9 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.state, "state", "", "audit ledger: a SQLite file path or a postgres:// URL (default $XDG_STATE_HOME/gatehouse/ledger.db)")
 	fl.BoolVar(&f.noLedger, "no-ledger", false, "do not record evidence in the audit ledger")
 	fl.StringVar(&f.ledgerKey, "ledger-key", "", "note signer key for ledger checkpoints (default: ledger.skey beside the default ledger, created on first use)")
+	fl.DurationVar(&f.ckptEvery, "checkpoint-every", ledger.DefaultCheckpointEvery, "sign a ledger checkpoint when entries have waited this long without one (0: no time trigger)")
+	fl.Int64Var(&f.ckptEntries, "checkpoint-entries", ledger.DefaultCheckpointEveryN, "sign a ledger checkpoint when this many entries are not covered by one (0: no count trigger); one is always signed at exit")
+	fl.DurationVar(&f.deferOutcome, "defer-outcome", 0, "let each call's outcome record ride the next ledger commit, at most this long after the response, instead of making it durable before the response is relayed (0: durable first; a crash in that window leaves the outcome unknown)")
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
@@ -196,7 +203,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		inputs = append(inputs, f.receiptKeys)
 	}
 	if def, err := ledger.DefaultPath(); err == nil {
-		inputs = append(inputs, ledger.SQLiteFiles(def)...)
+		inputs = append(inputs, sqlite.Files(def)...)
 	}
 	if key, err := defaultSignerKeyPath(); err == nil {
 		inputs = append(inputs, key, verifierKeyPath(key), key+".lock")
@@ -219,7 +226,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			if resolved, err := outpath.Resolve(f.state); err == nil {
 				f.state = resolved
 			}
-			inputs = append(inputs, ledger.SQLiteFiles(f.state)...)
+			inputs = append(inputs, sqlite.Files(f.state)...)
 		}
 		if f.ledgerKey != "" {
 			inputs = append(inputs, f.ledgerKey)

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// benchEvent is an outcome audit event as gatehouse-bench's calls produce
-// it, linked to its decision receipt and a synthesized server receipt.
-func benchEvent() *AuditEvent {
+// benchEvent is an outcome record as gatehouse-bench's calls produce it,
+// with a synthesized server receipt.
+func benchEvent() *GatewayDecisionReceipt {
 	d := &GatewayDecisionReceipt{
 		GatewayDecisionID: NewGatewayDecisionID(), SchemaVersion: SchemaVersion, IssuedAt: "2026-11-30T11:47:50.989Z",
 		GatewayID: "bench-gw", ServerID: "fakeserver", ToolName: "echo", ActorRefID: "bench", Role: "readonly_agent",
@@ -22,17 +22,16 @@ func benchEvent() *AuditEvent {
 		ToolDescriptionHash: "sha256:8d2c49beb1ba05791413f061c34713668ba7861b71b60d358fe268c2d80a5712",
 		ServerReceiptStatus: StatusEmpty,
 	}
-	sr, _ := CanonicalJSON(Synthesize(CallFacts{ServerID: "fakeserver", ToolName: "echo", ToolCallID: "req_1",
+	d.SynthesizedReceipt = Synthesize(CallFacts{ServerID: "fakeserver", ToolName: "echo", ToolCallID: "req_1",
 		InputHash: d.InputHash, OutputHash: d.OutputHash, ArgumentKeys: []string{"data"}},
-		ToolIntent{DeclaredSideEffects: []string{"read"}, SideEffect: "read_only", Externality: "external"}, time.Date(2026, 11, 30, 11, 47, 50, 989e6, time.UTC)))
-	e := d.Event(PhaseOutcome)
-	dec, _ := CanonicalJSON(d)
-	e.Link(dec, sr)
-	return &e
+		ToolIntent{DeclaredSideEffects: []string{"read"}, SideEffect: "read_only", Externality: "external"}, time.Date(2026, 11, 30, 11, 47, 50, 989e6, time.UTC))
+	d.Phase, d.AuditEventID, d.CompletesDecisionID = PhaseOutcome, NewAuditEventID(), NewGatewayDecisionID()
+	d.ServerReceiptID = d.SynthesizedReceipt.ReceiptID
+	return d
 }
 
 // BenchmarkCanonicalJSON compares the direct canonical encoding of an
-// outcome audit event with what it replaced, Canonical(json.Marshal(v)).
+// outcome record with what it replaced, Canonical(json.Marshal(v)).
 func BenchmarkCanonicalJSON(b *testing.B) {
 	e := benchEvent()
 	b.Run("CanonicalJSON", func(b *testing.B) {

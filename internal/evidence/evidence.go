@@ -11,10 +11,11 @@
 //     table ([Requirement.Check]);
 //   - tool metadata normalization from the strongest available source, with
 //     a recomputable confidence ([Normalize], [Confidence]);
-//   - gateway decision receipts and audit events, which reference server
-//     receipts by id and make the lineage server_receipt_id ->
+//   - gateway decision receipts, one per phase of a call (decision,
+//     outcome), which reference server receipts by id, carry them as
+//     received, and make the lineage server_receipt_id ->
 //     gateway_decision_id -> audit_event_id walkable both ways
-//     ([GatewayDecisionReceipt], [AuditEvent]).
+//     ([GatewayDecisionReceipt]).
 //
 // A server receipt is evidence, never authority: the gateway computes its
 // verification status itself and ignores what the receipt claims.

@@ -1,15 +1,34 @@
 package evidence
 
+import (
+	"encoding/base64"
+	"fmt"
+)
+
 // GatewayDecisionReceipt is the gateway's own receipt for one tools/call
-// decision (the draft's GatewayDecisionReceipt; evidence.md §6). Fields and
-// JSON names are the draft's table in table order, then the four hashes of
-// evidence.md §3 and server_receipt_status (an addition: the verification
-// status the gateway computed for the referenced receipt, which the server
-// receipt itself never gets rewritten to carry). It references the server
-// receipt by server_receipt_id and never copies or rewrites it. Required
-// members (gateway_decision_id, schema_version, issued_at, server_id,
-// tool_name, action), metadata_confidence and shadow_mode are always
-// written; the others are omitted when empty.
+// decision (the draft's GatewayDecisionReceipt; evidence.md §6), and the
+// payload of the one ledger entry that records it (evidence.md §9.1). Fields
+// and JSON names are the draft's table in table order, then the four hashes
+// of evidence.md §3, then Gatehouse's additions: server_receipt_status (the
+// verification status the gateway computed for the referenced receipt,
+// which the server receipt itself never gets rewritten to carry), phase,
+// completes_decision_id, and the server receipt as received
+// (server_receipt_base64, server_receipt_hash) or as synthesized
+// (synthesized_receipt).
+//
+// One id, one record: every GatewayDecisionReceipt has its own
+// gateway_decision_id. A call has a decision record (phase "decision",
+// written before the call is forwarded or answered) and, when forwarded,
+// an outcome record (phase "outcome", after the response) with a new
+// gateway_decision_id whose completes_decision_id names the decision it
+// completes. audit_event_id is the record_id of the ledger entry that
+// holds the record: the entry is the audit event (docs/ledger.md,
+// "Per-call records").
+//
+// Required members (gateway_decision_id, schema_version, issued_at,
+// server_id, tool_name, action), metadata_confidence and shadow_mode are
+// always written; the others are omitted when empty. [CanonicalJSON]
+// encodes it in RFC 8785 form in one pass.
 type GatewayDecisionReceipt struct {
 	GatewayDecisionID   string       `json:"gateway_decision_id"` // [NewGatewayDecisionID]
 	SchemaVersion       string       `json:"schema_version"`      // "0.1"
@@ -30,12 +49,33 @@ type GatewayDecisionReceipt struct {
 	ResponseScanResult  *ScanResult  `json:"response_scan_result,omitempty"`
 	DriftResult         *DriftResult `json:"drift_result,omitempty"`
 	ShadowMode          bool         `json:"shadow_mode"`
-	AuditEventID        string       `json:"audit_event_id,omitempty"` // [NewAuditEventID]
+	AuditEventID        string       `json:"audit_event_id,omitempty"` // [NewAuditEventID]: the record_id of its ledger entry
 	InputHash           string       `json:"input_hash,omitempty"`     // [InputHash] of params.arguments
 	OutputHash          string       `json:"output_hash,omitempty"`    // [Hash] of the whole result
 	ToolSchemaHash      string       `json:"tool_schema_hash,omitempty"`
 	ToolDescriptionHash string       `json:"tool_description_hash,omitempty"`
 	ServerReceiptStatus Status       `json:"server_receipt_status,omitempty"` // [Verify]
+
+	// Phase is [PhaseDecision] or [PhaseOutcome].
+	Phase string `json:"phase,omitempty"`
+	// CompletesDecisionID is, on an outcome record, the
+	// gateway_decision_id of the decision record it completes; empty on a
+	// decision record.
+	CompletesDecisionID string `json:"completes_decision_id,omitempty"`
+	// ServerReceiptBase64 is, on an outcome record, the server receipt
+	// exactly as the server sent it (the bytes of its JSON value in the
+	// result, standard padded base64, RFC 4648 §4), so that its signature
+	// can be checked again offline; empty when the server sent none (or
+	// one too large to keep, which a warning says).
+	ServerReceiptBase64 string `json:"server_receipt_base64,omitempty"`
+	// ServerReceiptHash is the [Hash] (RFC 8785 form) of the server
+	// receipt of ServerReceiptBase64; empty when it has none or its JSON
+	// cannot be hashed exactly (a warning says so).
+	ServerReceiptHash string `json:"server_receipt_hash,omitempty"`
+	// SynthesizedReceipt is, on an outcome record of a call whose server
+	// sent no receipt, the receipt the gateway synthesized at the host
+	// boundary ([Synthesize]); server_receipt_id names it.
+	SynthesizedReceipt *ServerReceipt `json:"synthesized_receipt,omitempty"`
 }
 
 // Gateway actions (the draft's "Actions" vocabulary).
@@ -75,77 +115,27 @@ type DriftResult struct {
 	Changes  []string `json:"changes"`
 }
 
-// Audit event phases (evidence.md §2, "Emission timing").
+// Record phases (evidence.md §2, "Emission timing"; §9.1).
 const (
-	// PhaseDecision: written before the call is forwarded or answered.
+	// PhaseDecision: the decision record, durable before the call is
+	// forwarded or answered.
 	PhaseDecision = "decision"
-	// PhaseOutcome: written after the server's response, carrying the
-	// server receipt reference and the response scan.
+	// PhaseOutcome: the outcome record, after the server's response,
+	// carrying the server receipt and the response scan; durable before
+	// the response reaches the client.
 	PhaseOutcome = "outcome"
 )
 
-// AuditEvent is the payload of one audit ledger entry about a tools/call
-// (evidence.md §1, §9). It carries the three lineage ids as top-level
-// members so that the ledger can be searched by any of them, walking
-// server_receipt_id -> gateway_decision_id -> audit_event_id and back;
-// the ledger's filters read exactly the members tool_name, server_id,
-// action, server_receipt_id, gateway_decision_id and audit_event_id.
-//
-// A call has a decision event and, when forwarded, an outcome event; both
-// carry the same gateway_decision_id and distinct audit_event_ids, and the
-// decision receipt of each phase names that phase's event (see
-// [GatewayDecisionReceipt.Event]). The event references the records it
-// links and never copies them (spec §6): GatewayDecisionHash and
-// ServerReceiptHash are the "sha256:" hashes ([Hash], RFC 8785 form) of the
-// decision receipt and of the server receipt exactly as they are stored
-// beside it, so that an exported event alone pins both records (see
-// [AuditEvent.Link]).
-type AuditEvent struct {
-	AuditEventID        string `json:"audit_event_id"`
-	Phase               string `json:"phase"` // decision or outcome
-	IssuedAt            string `json:"issued_at"`
-	GatewayDecisionID   string `json:"gateway_decision_id"`
-	GatewayDecisionHash string `json:"gateway_decision_hash,omitempty"`
-	ServerReceiptID     string `json:"server_receipt_id,omitempty"`
-	ServerReceiptHash   string `json:"server_receipt_hash,omitempty"`
-	ServerID            string `json:"server_id"`
-	ToolName            string `json:"tool_name"`
-	Action              string `json:"action"`
-	ShadowMode          bool   `json:"shadow_mode"`
-	VerificationStatus  Status `json:"verification_status,omitempty"` // of the server receipt
-}
-
-// Event returns a new audit event of phase for the decision d, linking the
-// three ids: it first sets d.AuditEventID to a new [NewAuditEventID], so
-// that d, encoded after this call, names the event. The event's issued_at
-// is d's. The hashes are left for [AuditEvent.Link], once d is encoded. Not
-// safe for concurrent use on one d.
-func (d *GatewayDecisionReceipt) Event(phase string) AuditEvent {
-	d.AuditEventID = NewAuditEventID()
-	return AuditEvent{
-		AuditEventID:       d.AuditEventID,
-		Phase:              phase,
-		IssuedAt:           d.IssuedAt,
-		GatewayDecisionID:  d.GatewayDecisionID,
-		ServerReceiptID:    d.ServerReceiptID,
-		ServerID:           d.ServerID,
-		ToolName:           d.ToolName,
-		Action:             d.Action,
-		ShadowMode:         d.ShadowMode,
-		VerificationStatus: d.ServerReceiptStatus,
+// ReceiptBytes returns the server receipt an outcome record d carries
+// exactly as the server sent it (ServerReceiptBase64 decoded), nil when it
+// carries none. The error says that the member is not standard base64.
+func (d *GatewayDecisionReceipt) ReceiptBytes() ([]byte, error) {
+	if d.ServerReceiptBase64 == "" {
+		return nil, nil
 	}
-}
-
-// Link sets the event's hashes of the records it links: decision is the
-// canonical JSON (RFC 8785) of the gateway decision receipt as stored, and
-// serverReceipt that of the server receipt as stored, or nil when the
-// phase has none. For canonical input the hash is [Hash]'s, computed
-// without a second canonicalization pass; passing anything else breaks
-// the link an auditor checks.
-func (e *AuditEvent) Link(decision, serverReceipt []byte) {
-	e.GatewayDecisionHash = hashBytes(decision)
-	e.ServerReceiptHash = ""
-	if serverReceipt != nil {
-		e.ServerReceiptHash = hashBytes(serverReceipt)
+	b, err := base64.StdEncoding.DecodeString(d.ServerReceiptBase64)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: server_receipt_base64 of %s: %w", d.GatewayDecisionID, err)
 	}
+	return b, nil
 }

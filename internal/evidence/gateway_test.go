@@ -2,10 +2,10 @@ package evidence
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +53,9 @@ func TestDecisionDraftExample(t *testing.T) {
 }
 
 // TestDecisionFieldOrder pins every JSON name and their order: the draft's
-// table order, then the hashes and the receipt status.
+// table order, then the hashes and the receipt status, then the members of
+// the per-call records (phase, the decision completed, the server receipt
+// as received).
 func TestDecisionFieldOrder(t *testing.T) {
 	d := draftDecision()
 	d.ShadowMode = true
@@ -64,6 +66,10 @@ func TestDecisionFieldOrder(t *testing.T) {
 	d.ToolSchemaHash = HashPrefix + strings.Repeat("3", 64)
 	d.ToolDescriptionHash = HashPrefix + strings.Repeat("4", 64)
 	d.ServerReceiptStatus = StatusOK
+	d.Phase = PhaseOutcome
+	d.CompletesDecisionID = "gw_dec_interlock_0000"
+	d.ServerReceiptBase64 = "eyJyZWNlaXB0X2lkIjoibWNwX3JjcHRfcm9hbV8wMDAxIn0="
+	d.ServerReceiptHash = HashPrefix + strings.Repeat("5", 64)
 	out, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +81,7 @@ func TestDecisionFieldOrder(t *testing.T) {
 		"policy_version", "metadata_confidence", "warnings", "argument_scan_result",
 		"response_scan_result", "drift_result", "shadow_mode", "audit_event_id",
 		"input_hash", "output_hash", "tool_schema_hash", "tool_description_hash", "server_receipt_status",
+		"phase", "completes_decision_id", "server_receipt_base64", "server_receipt_hash",
 	}
 	if got := topLevelNames(t, out); !slices.Equal(got, want) {
 		t.Errorf("names = %q\nwant    %q", got, want)
@@ -107,131 +114,59 @@ func TestHeldResponseScan(t *testing.T) {
 	}
 }
 
-// TestLineage stores a server receipt, a decision in both phases and its
-// audit events as canonical JSON, then walks server_receipt_id ->
-// gateway_decision_id -> audit_event_id and back using only the stored
-// payload members the ledger's filters read, and checks that each event's
-// hashes pin exactly the stored records it links.
-func TestLineage(t *testing.T) {
+// TestOutcomeKeepsReceiptBytes: an outcome record carries the server
+// receipt exactly as received, however it is formatted (member order,
+// whitespace, escapes), and the bytes it gives back re-verify; its
+// canonical encoding is what RFC 8785 makes of encoding/json's.
+func TestOutcomeKeepsReceiptBytes(t *testing.T) {
 	receipt := signed(t, AlgEd25519)
-	r, _, _ := Parse(receipt)
-	storedReceipt, err := Canonical(receipt)
+	var m map[string]any
+	if err := json.Unmarshal(receipt, &m); err != nil {
+		t.Fatal(err)
+	}
+	indented, err := json.MarshalIndent(m, "", "\t") // the same receipt, not canonical
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &GatewayDecisionReceipt{
-		GatewayDecisionID: NewGatewayDecisionID(), SchemaVersion: SchemaVersion, IssuedAt: Timestamp(time.Now()),
-		ServerID: "roam-code-local", ToolName: "publish_artifact", Action: "allow",
-	}
-	var decisions, events []map[string]json.RawMessage // as stored
-	var decisionPayloads [][]byte
-	store := func(phase string, sr []byte) AuditEvent {
-		t.Helper()
-		ev := d.Event(phase)
-		dec, err := CanonicalJSON(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Link(dec, sr)
-		b, err := CanonicalJSON(&ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range [][]byte{dec, b} {
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(p, &m); err != nil {
+	for name, raw := range map[string][]byte{"as signed": receipt, "indented": indented} {
+		t.Run(name, func(t *testing.T) {
+			r, _, err := Parse(raw)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if bytes.Equal(p, dec) {
-				decisions = append(decisions, m)
-				decisionPayloads = append(decisionPayloads, dec)
-			} else {
-				events = append(events, m)
+			out := &GatewayDecisionReceipt{
+				GatewayDecisionID: NewGatewayDecisionID(), SchemaVersion: SchemaVersion, IssuedAt: Timestamp(time.Now()),
+				ServerID: "roam-code-local", ToolName: "publish_artifact", Action: "allow", AuditEventID: NewAuditEventID(),
+				Phase: PhaseOutcome, CompletesDecisionID: NewGatewayDecisionID(), ServerReceiptID: r.ReceiptID,
+				ServerReceiptBase64: base64.StdEncoding.EncodeToString(raw),
 			}
-		}
-		return ev
-	}
-	decisionEvent := store(PhaseDecision, nil)
-	firstID := d.AuditEventID
-	d.ServerReceiptID = r.ReceiptID
-	d.ServerReceiptStatus = Verify(receipt, r, testKeys)
-	d.ResponseScanResult = &ScanResult{Status: ScanPass}
-	outcomeEvent := store(PhaseOutcome, storedReceipt)
-	if decisionEvent.AuditEventID != firstID || outcomeEvent.AuditEventID != d.AuditEventID || firstID == d.AuditEventID {
-		t.Fatalf("event ids not linked: %s %s %s", decisionEvent.AuditEventID, outcomeEvent.AuditEventID, d.AuditEventID)
-	}
-	for _, m := range events {
-		for _, k := range []string{"tool_name", "server_id", "action", "gateway_decision_id", "audit_event_id", "gateway_decision_hash"} {
-			if _, ok := m[k]; !ok {
-				t.Errorf("stored event lacks %s", k)
+			enc, err := CanonicalJSON(out)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		for _, k := range []string{"decision", "server_receipt"} {
-			if _, ok := m[k]; ok {
-				t.Errorf("stored event copies %s instead of referencing it", k)
+			want, _ := json.Marshal(out)
+			if want, _ = Canonical(want); !bytes.Equal(enc, want) {
+				t.Fatalf("CanonicalJSON\n%s\nwant\n%s", enc, want)
 			}
-		}
-	}
-	str := func(m map[string]json.RawMessage, k string) string {
-		var s string
-		_ = json.Unmarshal(m[k], &s)
-		return s
-	}
-	if str(events[0], "server_receipt_hash") != "" {
-		t.Errorf("decision-phase event has a server_receipt_hash: %s", events[0]["server_receipt_hash"])
-	}
-	// Forward: receipt id -> events -> decision id -> every event of it.
-	var decisionID string
-	for _, m := range events {
-		if str(m, "server_receipt_id") == r.ReceiptID {
-			decisionID = str(m, "gateway_decision_id")
-		}
-	}
-	var ids []string
-	for _, m := range events {
-		if str(m, "gateway_decision_id") == decisionID {
-			ids = append(ids, str(m, "audit_event_id"))
-		}
-	}
-	sort.Strings(ids)
-	want := []string{firstID, d.AuditEventID}
-	sort.Strings(want)
-	if decisionID != d.GatewayDecisionID || !slices.Equal(ids, want) {
-		t.Errorf("forward walk: %s %v", decisionID, ids)
-	}
-	// Backward: each event -> the stored decision that names it (hash
-	// checked) -> for the outcome, the stored server receipt (hash
-	// checked), which re-verifies.
-	for i, ev := range events {
-		var dec map[string]json.RawMessage
-		var payload []byte
-		for j, m := range decisions {
-			if str(m, "audit_event_id") == str(ev, "audit_event_id") {
-				dec, payload = m, decisionPayloads[j]
+			var back GatewayDecisionReceipt
+			if err := json.Unmarshal(enc, &back); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if dec == nil {
-			t.Fatalf("event %d: no stored decision names it", i)
-		}
-		if h, _ := Hash(payload); h != str(ev, "gateway_decision_hash") || str(dec, "gateway_decision_id") != str(ev, "gateway_decision_id") {
-			t.Errorf("event %d: gateway_decision_hash %s, stored decision hashes to %s", i, ev["gateway_decision_hash"], h)
-		}
-		if i == 0 {
-			continue
-		}
-		if str(dec, "server_receipt_id") != r.ReceiptID {
-			t.Fatalf("backward walk: the outcome decision names receipt %q", str(dec, "server_receipt_id"))
-		}
-		if h, _ := Hash(storedReceipt); h != str(ev, "server_receipt_hash") {
-			t.Errorf("server_receipt_hash %s, stored receipt hashes to %s", ev["server_receipt_hash"], h)
-		}
-		pr, _, _ := Parse(storedReceipt)
-		if pr == nil || pr.ReceiptID != r.ReceiptID || Verify(storedReceipt, pr, testKeys) != StatusOK {
-			t.Error("stored server receipt does not re-verify")
-		}
-		if str(ev, "verification_status") != "ok" || str(ev, "phase") != PhaseOutcome {
-			t.Errorf("outcome event %v", ev)
-		}
+			got, err := back.ReceiptBytes()
+			if err != nil || !bytes.Equal(got, raw) {
+				t.Fatalf("ReceiptBytes = %q, %v; want the bytes received", got, err)
+			}
+			if Verify(got, r, testKeys) != StatusOK {
+				t.Error("the stored server receipt does not re-verify")
+			}
+		})
+	}
+	bad := &GatewayDecisionReceipt{GatewayDecisionID: "gw_dec_x", ServerReceiptBase64: "not base64!"}
+	if _, err := bad.ReceiptBytes(); err == nil || !strings.Contains(err.Error(), "gw_dec_x") {
+		t.Errorf("ReceiptBytes of bad base64: %v", err)
+	}
+	if b, err := (&GatewayDecisionReceipt{}).ReceiptBytes(); b != nil || err != nil {
+		t.Errorf("ReceiptBytes without a receipt = %q, %v", b, err)
 	}
 }
 

@@ -91,16 +91,32 @@ type head struct {
 	prev   string              // chain hash of entry size-1, ZeroHash when size is 0
 	last   time.Time           // time of entry size-1
 	hashes map[int64]tlog.Hash // at least the stored hashes of frontier(size)
+	// ck is the latest stored checkpoint as of the last batch, so that a
+	// batch decides whether one is due without reading it again; it is
+	// reloaded with the head. Another writer's checkpoint without new
+	// entries can make it stale, which at worst signs one checkpoint more.
+	ck latestCheckpoint
+}
+
+// latestCheckpoint caches Tx.LatestCheckpoint.
+type latestCheckpoint struct {
+	known bool // c and ok hold what the store has
+	c     StoredCheckpoint
+	ok    bool
 }
 
 type appendReq struct {
 	// first marks the first request of a group (EnqueueAll): the
 	// members follow it in the batch and share its context.
-	first    bool
-	ctx      context.Context
-	kind     string
-	recordID string
-	payload  []byte
+	first bool
+	// deferUntil, on the first request of a deferred group
+	// (EnqueueAllDeferred), is the latest time the group may wait for
+	// another group to commit with; zero commits it at once.
+	deferUntil time.Time
+	ctx        context.Context
+	kind       string
+	recordID   string
+	payload    []byte
 	// done answers the request; the members of a group share one,
 	// answered in order.
 	done chan appendResult
@@ -121,39 +137,9 @@ type ckResult struct {
 	err error
 }
 
-// Open opens the ledger at dsn and starts its writer. dsn is either a
-// PostgreSQL URL ("postgres://..." or "postgresql://...": [OpenPostgres]) or
-// a file path ([OpenSQLite]; the file and its directory are created, 0600 and
-// 0700). See New for opts.
-func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
-	s, err := OpenStore(ctx, dsn, false)
-	if err != nil {
-		return nil, err
-	}
-	l, err := New(ctx, s, opts)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return l, nil
-}
-
-// OpenStore opens the store named by dsn (see Open) without a Ledger on
-// top, read-only if readOnly (verification, proofs, show): a read-only
-// store never creates or modifies anything and fails on a missing file.
-func OpenStore(ctx context.Context, dsn string, readOnly bool) (Store, error) {
-	if IsPostgresDSN(dsn) {
-		return OpenPostgres(ctx, dsn, readOnly)
-	}
-	if err := CheckPath(dsn); err != nil {
-		return nil, err
-	}
-	return OpenSQLite(ctx, dsn, readOnly)
-}
-
-// ErrNotALedgerLocation is returned (wrapped) by CheckPath, Open and
-// OpenStore for a location that is meant as a URL or connection string
-// but is not a PostgreSQL URL ("mysql://...", "sqlite:...", "file:...",
+// ErrNotALedgerLocation is returned (wrapped) by CheckPath, and by
+// backends.Open and backends.OpenStore, for a location that is meant as a
+// URL or connection string but is not a PostgreSQL URL ("mysql://...", "sqlite:...", "file:...",
 // "postgres:/x", "host=h dbname=d"): taken as a file path it would quietly
 // create a local SQLite file, named after the URL (and any password in
 // it), where a shared ledger was meant.
@@ -330,6 +316,22 @@ type Record struct {
 // Append does before anything is queued (ErrInvalid names the record's
 // index); other errors are Enqueue's.
 func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]Entry, error), err error) {
+	return l.enqueue(ctx, recs, 0)
+}
+
+// EnqueueAllDeferred queues recs as one group exactly as EnqueueAll does,
+// except that the group does not start a transaction of its own: it rides
+// the next group commit that another (not deferred) append starts, or, if
+// none comes within the given time (> 0), is committed on its own then.
+// Until it is committed a crash loses it. It is for records whose
+// durability the caller does not wait for (the audit Recorder's deferred
+// outcomes, docs/ledger.md "Per-call records"): fewer fsyncs when appends
+// are sparse. within <= 0 is EnqueueAll.
+func (l *Ledger) EnqueueAllDeferred(ctx context.Context, recs []Record, within time.Duration) (wait func() ([]Entry, error), err error) {
+	return l.enqueue(ctx, recs, within)
+}
+
+func (l *Ledger) enqueue(ctx context.Context, recs []Record, within time.Duration) (wait func() ([]Entry, error), err error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: no records", ErrInvalid)
 	}
@@ -365,6 +367,9 @@ func (l *Ledger) EnqueueAll(ctx context.Context, recs []Record) (wait func() ([]
 			done:     done,
 		}
 		group[i] = &reqs[i]
+	}
+	if within > 0 {
+		reqs[0].deferUntil = time.Now().Add(within)
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -466,13 +471,50 @@ func (l *Ledger) writer() {
 		tick = t.C
 	}
 	batch := make([]*appendReq, 0, l.maxBatch)
+	// held are deferred groups (EnqueueAllDeferred) waiting for a commit
+	// to ride, until the timer (armed for the earliest deadline) fires.
+	var held []*appendReq
+	hold := time.NewTimer(time.Hour)
+	hold.Stop()
+	armed := false
+	var armedAt time.Time
+	flush := func() {
+		if armed {
+			hold.Stop()
+			armed = false
+		}
+		if len(held) > 0 {
+			l.commit(held)
+			clear(held)
+			held = held[:0]
+		}
+	}
 	for {
 		select {
 		case g := <-l.reqs:
-			batch = l.fill(append(batch[:0], g...))
+			batch = l.fill(append(append(batch[:0], held...), g...))
+			clear(held)
+			held = held[:0]
+			if len(batch) < l.maxBatch && allDeferred(batch) {
+				held = append(held, batch...)
+				clear(batch)
+				if first := earliestDeferral(held); !armed || first.Before(armedAt) {
+					hold.Reset(time.Until(first))
+					armed, armedAt = true, first
+				}
+				continue
+			}
+			if armed {
+				hold.Stop()
+				armed = false
+			}
 			l.commit(batch)
 			clear(batch) // the requests' payloads are not kept until the next batch
+		case <-hold.C:
+			armed = false
+			flush()
 		case r := <-l.ckreqs:
+			flush() // a checkpoint asked for covers everything queued
 			c, err := l.checkpoint(r.ctx, ckResign)
 			r.done <- ckResult{c, err}
 		case <-tick:
@@ -480,6 +522,7 @@ func (l *Ledger) writer() {
 		case <-l.quit:
 			// No more sends can happen (closed is set under mu), so what
 			// is queued now is everything.
+			flush()
 			for {
 				select {
 				case g := <-l.reqs:
@@ -499,6 +542,27 @@ func (l *Ledger) writer() {
 			return
 		}
 	}
+}
+
+// allDeferred reports whether every group in batch is deferred.
+func allDeferred(batch []*appendReq) bool {
+	for _, r := range batch {
+		if r.first && r.deferUntil.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// earliestDeferral is the earliest deadline of the deferred groups in held.
+func earliestDeferral(held []*appendReq) time.Time {
+	var t time.Time
+	for _, r := range held {
+		if r.first && (t.IsZero() || r.deferUntil.Before(t)) {
+			t = r.deferUntil
+		}
+	}
+	return t
 }
 
 // fill adds groups already queued to batch while it holds fewer than
@@ -603,11 +667,11 @@ func (l *Ledger) commit(batch []*appendReq) {
 		}
 		newSize := size + int64(len(live))
 		if l.signer != nil {
-			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, ckIfDue); err != nil {
+			if _, err := l.checkpointTx(ctx, tx, newSize, now, r, ckIfDue, &h.ck); err != nil {
 				return err
 			}
 		}
-		next = head{valid: true, size: newSize, prev: prev, last: t, hashes: pruneToFrontier(hashes, newSize)}
+		next = head{valid: true, size: newSize, prev: prev, last: t, hashes: pruneToFrontier(hashes, newSize), ck: h.ck}
 		return nil
 	})
 	if err != nil {
@@ -676,12 +740,18 @@ const (
 
 // checkpointTx signs and stores a checkpoint of the tree of size inside tx
 // as mode says. It returns the checkpoint covering size (ckCover,
-// ckResign) or the new one, or nil when none was due.
-func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, mode ckMode) (*Checkpoint, error) {
-	latest, ok, err := tx.LatestCheckpoint(ctx)
-	if err != nil {
-		return nil, err
+// ckResign) or the new one, or nil when none was due. cache, when known,
+// stands for tx.LatestCheckpoint; it is filled when not, and updated when
+// a checkpoint is stored.
+func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.Time, r tlog.HashReader, mode ckMode, cache *latestCheckpoint) (*Checkpoint, error) {
+	if !cache.known {
+		c, ok, err := tx.LatestCheckpoint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		*cache = latestCheckpoint{known: true, c: c, ok: ok}
 	}
+	latest, ok := cache.c, cache.ok
 	force := mode != ckIfDue
 	if ok && latest.Size >= size && (mode != ckResign || signedBy(latest.Note, l.signer)) {
 		if !force {
@@ -715,9 +785,11 @@ func (l *Ledger) checkpointTx(ctx context.Context, tx Tx, size int64, now time.T
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.AddCheckpoint(ctx, StoredCheckpoint{Size: size, Note: msg, Created: now}); err != nil {
+	stored := StoredCheckpoint{Size: size, Note: msg, Created: now}
+	if err := tx.AddCheckpoint(ctx, stored); err != nil {
 		return nil, err
 	}
+	*cache = latestCheckpoint{known: true, c: stored, ok: true}
 	return &c, nil
 }
 
@@ -735,6 +807,8 @@ func (l *Ledger) checkpoint(ctx context.Context, mode ckMode) (*Checkpoint, erro
 	defer cancel()
 	now := entryTime(l.now())
 	var out *Checkpoint
+	var ck latestCheckpoint
+	var ckSize int64
 	err := l.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		size, err := tx.Size(ctx)
 		if err != nil {
@@ -744,11 +818,16 @@ func (l *Ledger) checkpoint(ctx context.Context, mode ckMode) (*Checkpoint, erro
 		if l.head.valid && l.head.size == size {
 			r = &mapHashReader{ctx: ctx, m: l.head.hashes, tx: tx}
 		}
-		out, err = l.checkpointTx(ctx, tx, size, now, r, mode)
+		// Asked for (or the timer): the store's latest, read afresh.
+		out, err = l.checkpointTx(ctx, tx, size, now, r, mode, &ck)
+		ckSize = size
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: checkpoint: %w", ErrWrite, err)
+	}
+	if l.head.valid && l.head.size == ckSize {
+		l.head.ck = ck // committed: the batches' cache follows
 	}
 	return out, nil
 }

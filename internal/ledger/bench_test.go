@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -96,7 +97,7 @@ func benchStores(b *testing.B) []struct {
 		{"sqlite", func(b *testing.B) func() ledger.Store {
 			path := filepath.Join(b.TempDir(), "ledger.db")
 			return func() ledger.Store {
-				s, err := ledger.OpenSQLite(context.Background(), path, false)
+				s, err := sqlite.Open(context.Background(), path, false)
 				if err != nil {
 					b.Fatal(err)
 				}

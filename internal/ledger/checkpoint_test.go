@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -246,3 +250,125 @@ func TestCloseDoesNotResignWithAnOldKey(t *testing.T) {
 type noCloseStore struct{ Store }
 
 func (noCloseStore) Close() error { return nil }
+
+// TestCheckpointCadence: with a signer, checkpoints are signed on a
+// cadence, not per append: when CheckpointEveryN entries are not covered
+// (count trigger) or when CheckpointEvery has passed since the latest one
+// (time trigger), whichever comes first, once at the first batch of a
+// ledger without any, and at Close.
+func TestCheckpointCadence(t *testing.T) {
+	signer, err := note.NewSigner(testSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		n     int64
+		step  time.Duration // clock advance per append
+		count int           // appends
+		want  []int64       // checkpoint sizes, Close's included
+	}{
+		{"count", time.Hour, 10, time.Millisecond, 35, []int64{1, 11, 21, 31, 35}},
+		{"time", time.Minute, -1, 25 * time.Second, 10, []int64{1, 4, 7, 10}},
+		{"count before time", time.Minute, 3, 25 * time.Second, 10, []int64{1, 4, 7, 10}},
+		{"time before count", 50 * time.Second, 1000, 20 * time.Second, 10, []int64{1, 4, 7, 10}},
+		{"close only", -1, -1, time.Hour, 5, []int64{5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := NewMemStore()
+			l, err := New(ctx, noClose{store}, Options{LedgerID: "cadence", Signer: signer, CheckpointEvery: tc.every, CheckpointEveryN: tc.n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			l.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			for i := range tc.count {
+				if _, err := l.Append(ctx, KindGatewayDecision, fmt.Sprintf("audit_%d", i), testPayload); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				now = now.Add(tc.step)
+				mu.Unlock()
+			}
+			if err := l.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cps, err := store.Checkpoints(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, c := range cps {
+				got = append(got, c.Size)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("checkpoint sizes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// latestCounter counts Tx.LatestCheckpoint calls.
+type latestCounter struct {
+	Store
+	n atomic.Int64
+}
+
+func (c *latestCounter) Update(ctx context.Context, f func(context.Context, Tx) error) error {
+	return c.Store.Update(ctx, func(ctx context.Context, tx Tx) error { return f(ctx, &latestCountTx{Tx: tx, c: c}) })
+}
+
+type latestCountTx struct {
+	Tx
+	c *latestCounter
+}
+
+func (t *latestCountTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
+	t.c.n.Add(1)
+	return t.Tx.LatestCheckpoint(ctx)
+}
+
+// TestBatchesCacheTheLatestCheckpoint: deciding whether a checkpoint is
+// due does not read the latest checkpoint in every batch: the Ledger keeps
+// it with the head of the ledger and reads it again only when it reloads
+// the head (another writer appended, or a batch failed). The checkpoints
+// signed are the same (TestCheckpointCadence).
+func TestBatchesCacheTheLatestCheckpoint(t *testing.T) {
+	signer, err := note.NewSigner(testSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := &latestCounter{Store: NewMemStore()}
+	l, err := New(ctx, store, Options{LedgerID: "cache", Signer: signer, CheckpointEvery: time.Hour, CheckpointEveryN: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	for i := range 35 {
+		if _, err := l.Append(ctx, KindGatewayDecision, fmt.Sprintf("audit_%d", i), testPayload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.n.Load(); n != 1 {
+		t.Errorf("35 batches read the latest checkpoint %d times, want once", n)
+	}
+	// Another writer's entries make the head (and the cache) reload.
+	other, err := New(ctx, noClose{store.Store}, Options{LedgerID: "cache"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	if _, err := other.Append(ctx, KindGatewayDecision, "audit_other", testPayload); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, KindGatewayDecision, "audit_35", testPayload); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.n.Load(); n != 2 {
+		t.Errorf("after another writer's entry: %d reads, want 2", n)
+	}
+}

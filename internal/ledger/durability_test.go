@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -48,7 +50,7 @@ func appendForever(path string) {
 	if err != nil {
 		panic(err)
 	}
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "sigkill", Signer: signer, CheckpointEveryN: 25, CheckpointEvery: 20 * time.Millisecond})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "sigkill", Signer: signer, CheckpointEveryN: 25, CheckpointEvery: 20 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(3)
@@ -98,7 +100,7 @@ func TestSIGKILLDurability(t *testing.T) {
 		for seq, id := range got {
 			acked[seq] = id
 		}
-		s, err := ledger.OpenSQLite(context.Background(), path, true)
+		s, err := sqlite.Open(context.Background(), path, true)
 		if err != nil {
 			t.Fatalf("round %d: opening after SIGKILL: %v", round, err)
 		}
@@ -127,7 +129,7 @@ func TestSIGKILLDurability(t *testing.T) {
 	// Appends continue after reopen, and Close signs everything.
 	ctx := context.Background()
 	signer, _ := note.NewSigner(testSignerKey)
-	l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "sigkill", Signer: signer})
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "sigkill", Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestSIGKILLDurability(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ledger.OpenSQLite(ctx, path, true)
+	s, err := sqlite.Open(ctx, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

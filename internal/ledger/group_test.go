@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -189,4 +190,94 @@ func TestEnqueueAllExpiredGroupIsDroppedWhole(t *testing.T) {
 	if got != "before,after" && got != "before,x0,x1,after" {
 		t.Fatalf("entries %s: the group was split", got)
 	}
+}
+
+// TestDeferredGroupRidesTheNextCommit: a deferred group starts no
+// transaction of its own: it is committed with the next group that is not
+// deferred, in order, or on its own once its time is up; Close commits
+// what is held. Its wait returns once it is durable, like any other.
+func TestDeferredGroupRidesTheNextCommit(t *testing.T) {
+	ctx := context.Background()
+	rec := func(id string) []Record {
+		return []Record{{Kind: KindGatewayOutcome, RecordID: id, Payload: []byte(`{"action":"allow"}`)}}
+	}
+	t.Run("rides", func(t *testing.T) {
+		store := &appendRecorder{Store: NewMemStore()}
+		l, err := New(ctx, store, Options{LedgerID: "defer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close(ctx)
+		wd, err := l.EnqueueAllDeferred(ctx, rec("outcome_1"), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // the writer has it; it must not commit it alone
+		store.mu.Lock()
+		n := len(store.appends)
+		store.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("the deferred group was committed on its own (%v)", store.appends)
+		}
+		w, err := l.EnqueueAll(ctx, rec("decision_2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := w()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := wd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds[0].Seq != 0 || es[0].Seq != 1 {
+			t.Fatalf("seqs deferred %d, next %d; want 0, 1", ds[0].Seq, es[0].Seq)
+		}
+		if fmt.Sprint(store.appends) != "[[0 2]]" {
+			t.Fatalf("transactions %v, want one of both", store.appends)
+		}
+	})
+	t.Run("time is up", func(t *testing.T) {
+		store := &appendRecorder{Store: NewMemStore()}
+		l, err := New(ctx, store, Options{LedgerID: "defer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close(ctx)
+		start := time.Now()
+		wd, err := l.EnqueueAllDeferred(ctx, rec("outcome_1"), 30*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wd(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 30*time.Millisecond || d > 5*time.Second {
+			t.Fatalf("a lone deferred group was committed after %v, want its 30ms", d)
+		}
+		if fmt.Sprint(store.appends) != "[[0 1]]" {
+			t.Fatalf("transactions %v", store.appends)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		store := &appendRecorder{Store: noClose{NewMemStore()}}
+		l, err := New(ctx, store, Options{LedgerID: "defer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wd, err := l.EnqueueAllDeferred(ctx, rec("outcome_1"), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wd(); err != nil {
+			t.Fatalf("held group at Close: %v", err)
+		}
+		if n, _ := store.Size(ctx); n != 1 {
+			t.Fatalf("size %d after Close, want 1", n)
+		}
+	})
 }

@@ -58,7 +58,7 @@ func LoadVerifier(path string) (note.Verifier, error) {
 // DefaultPath returns the default SQLite ledger file:
 // $XDG_STATE_HOME/gatehouse/ledger.db, or ~/.local/state/gatehouse/ledger.db
 // when XDG_STATE_HOME is unset or not absolute (XDG Base Directory
-// specification). It creates nothing; OpenSQLite creates the directory
+// specification). It creates nothing; sqlite.Open creates the directory
 // 0700 and the file 0600.
 func DefaultPath() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {

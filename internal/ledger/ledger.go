@@ -18,11 +18,14 @@
 //   - [Checkpoint], [FormatCheckpoint], [ParseCheckpoint], [OpenCheckpoint]:
 //     the signed tree heads.
 //   - [Store]: what a backend persists (leaves, tlog stored hashes,
-//     checkpoints) inside one exclusive transaction. [OpenSQLite],
-//     [OpenPostgres] and [NewMemStore] are the backends; every one of them
-//     passes the shared suite in internal/ledger/storetest.
-//   - [Ledger]: appends with group commit on top of any Store; [Open] picks
-//     the backend from a DSN.
+//     checkpoints) inside one exclusive transaction. [NewMemStore] is the
+//     in-memory one; the SQL backends are packages of their own,
+//     internal/ledger/sqlite and internal/ledger/postgres, so that this
+//     package (and offline proof checking with it) links no database
+//     driver. Every backend passes the shared suite in
+//     internal/ledger/storetest.
+//   - [Ledger]: appends with group commit on top of any Store;
+//     internal/ledger/backends.Open picks the backend from a DSN.
 //   - [Verify], [ProveEntry], [ProveConsistency], [VerifyProof]: whole-ledger
 //     verification and offline proofs.
 //
@@ -70,10 +73,22 @@ import (
 // Entry kinds written by Gatehouse. Any kind matching [a-z][a-z0-9_]{0,63}
 // is accepted; these are the ones the rest of the code uses.
 const (
-	KindAuditEvent      = "audit_event"
+	// KindGatewayDecision is a call's decision record (a gateway decision
+	// receipt of phase "decision"); the entry's record_id is its
+	// audit_event_id.
 	KindGatewayDecision = "gateway_decision"
-	KindServerReceipt   = "server_receipt"
-	KindSession         = "session"
+	// KindGatewayOutcome is a forwarded call's outcome record (a gateway
+	// decision receipt of phase "outcome", carrying the server receipt);
+	// the entry's record_id is its audit_event_id.
+	KindGatewayOutcome = "gateway_outcome"
+	// KindSession is reserved for session records.
+	KindSession = "session"
+	// KindAuditEvent and KindServerReceipt are written by Gatehouse
+	// releases before the second cut of per-call evidence (evidence.md
+	// §9.1), which wrote a separate audit event and server receipt entry;
+	// such ledgers are still read and verified.
+	KindAuditEvent    = "audit_event"
+	KindServerReceipt = "server_receipt"
 )
 
 // Limits on what Append accepts, in bytes.
@@ -109,7 +124,7 @@ var (
 	// reads it to append (for example, the last entry does not parse).
 	// Verify reports such problems as a [Problem] instead.
 	ErrCorrupt = errors.New("ledger: stored data is corrupt")
-	// ErrLedgerID is returned by New and Open when Options.LedgerID differs
+	// ErrLedgerID is returned by New (and backends.Open) when Options.LedgerID differs
 	// from the id recorded in the store.
 	ErrLedgerID = errors.New("ledger: ledger id mismatch")
 	// ErrNoCheckpoint is returned by ProveEntry and ProveConsistency when no

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/postgres"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -204,7 +207,7 @@ func TestSQLiteMigrateSchema1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	raw := writeOldSQLite(t, path, o)
 
-	ro, err := ledger.OpenSQLite(ctx, path, true)
+	ro, err := sqlite.Open(ctx, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +218,7 @@ func TestSQLiteMigrateSchema1(t *testing.T) {
 	}
 
 	signer, _ := note.NewSigner(testSignerKey)
-	l, err := ledger.Open(ctx, path, ledger.Options{Signer: signer})
+	l, err := backends.Open(ctx, path, ledger.Options{Signer: signer})
 	if err != nil {
 		t.Fatalf("Open of a schema-1 file: %v", err)
 	}
@@ -251,12 +254,12 @@ func TestSQLiteMigrateSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reopening migrates nothing more.
-	l, err = ledger.Open(ctx, path, ledger.Options{})
+	l, err = backends.Open(ctx, path, ledger.Options{})
 	if err != nil {
 		t.Fatalf("second Open: %v", err)
 	}
 	l.Close(ctx)
-	ro, err = ledger.OpenSQLite(ctx, path, true)
+	ro, err = sqlite.Open(ctx, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +303,7 @@ func TestSQLiteMigrateSchema1Damaged(t *testing.T) {
 			mustExec(t, raw, tc.damage, tc.args...)
 			problem := func() *ledger.Problem {
 				t.Helper()
-				ro, err := ledger.OpenSQLite(ctx, path, true)
+				ro, err := sqlite.Open(ctx, path, true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -312,7 +315,7 @@ func TestSQLiteMigrateSchema1Damaged(t *testing.T) {
 				return rep.Problem
 			}
 			before := problem()
-			l, err := ledger.Open(ctx, path, ledger.Options{})
+			l, err := backends.Open(ctx, path, ledger.Options{})
 			if tc.openErr == "" {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
@@ -357,7 +360,7 @@ func TestSQLiteRefusedLayouts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.db")
-			l, err := ledger.Open(ctx, path, ledger.Options{LedgerID: "refused"})
+			l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "refused"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,13 +376,13 @@ func TestSQLiteRefusedLayouts(t *testing.T) {
 			for _, q := range tc.damage {
 				mustExec(t, raw, q)
 			}
-			if l, err := ledger.Open(ctx, path, ledger.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if l, err := backends.Open(ctx, path, ledger.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				if err == nil {
 					l.Close(ctx)
 				}
 				t.Fatalf("read-write Open: %v, want %q", err, tc.want)
 			}
-			ro, err := ledger.OpenSQLite(ctx, path, true)
+			ro, err := sqlite.Open(ctx, path, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +402,7 @@ func TestSQLiteRefusedLayouts(t *testing.T) {
 func TestPostgresMigrateSchema1(t *testing.T) {
 	dsn := postgresSchemaDSN(t)
 	open := func() ledger.Store {
-		s, err := ledger.OpenPostgres(context.Background(), dsn, false)
+		s, err := postgres.Open(context.Background(), dsn, false)
 		if err != nil {
 			t.Fatalf("OpenPostgres: %v", err)
 		}
@@ -432,7 +435,7 @@ func TestPostgresMigrateSchema1(t *testing.T) {
 		exec(`INSERT INTO ledger_checkpoints (size, note, created) VALUES ($1, $2, $3)`, c.Size, c.Note, c.Created)
 	}
 
-	ro, err := ledger.OpenPostgres(ctx, dsn, true)
+	ro, err := postgres.Open(ctx, dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -306,3 +306,11 @@ func TestProveEntryThatDoesNotExist(t *testing.T) {
 		t.Fatalf("an entry without a checkpoint: %v, want ErrNoCheckpoint", err)
 	}
 }
+
+func mustOpen(t *testing.T, msg []byte, v note.Verifiers) Checkpoint {
+	c, err := OpenCheckpoint(msg, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

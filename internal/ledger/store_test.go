@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/postgres"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger/storetest"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -36,7 +38,7 @@ func TestPostgresStore(t *testing.T) {
 
 func sqliteBackend(t *testing.T, path string) func() ledger.Store {
 	return func() ledger.Store {
-		s, err := ledger.OpenSQLite(context.Background(), path, false)
+		s, err := sqlite.Open(context.Background(), path, false)
 		if err != nil {
 			t.Fatalf("OpenSQLite: %v", err)
 		}
@@ -67,7 +69,7 @@ func postgresBackend(t *testing.T) func() ledger.Store { return postgresBackendT
 func postgresBackendTB(t testing.TB) func() ledger.Store {
 	scoped := postgresSchemaDSN(t)
 	return func() ledger.Store {
-		s, err := ledger.OpenPostgres(context.Background(), scoped, false)
+		s, err := postgres.Open(context.Background(), scoped, false)
 		if err != nil {
 			t.Fatalf("OpenPostgres: %v", err)
 		}

@@ -23,6 +23,11 @@ type VerifyOptions struct {
 	// Progress, if set, is called after each chunk of entries with the
 	// number verified so far and the total.
 	Progress func(done, total int64)
+	// Entry, if set, is called for each entry that passed every check, in
+	// seq order, on the goroutine that called Verify; e is valid only
+	// during the call. It lets a caller read the records in the same pass
+	// (`gatehouse ledger verify` counts calls whose outcome is unknown).
+	Entry func(e *Entry)
 }
 
 // A Report is the outcome of Verify.
@@ -104,12 +109,13 @@ func Verify(ctx context.Context, s Store, opts VerifyOptions) (*Report, error) {
 		return nil, fmt.Errorf("reading size: %w", err)
 	}
 	v := &verifier{
-		rep:    &Report{LedgerID: id, Size: size, SignaturesChecked: opts.Verifiers != nil},
-		origin: Origin(id),
-		known:  opts.Verifiers,
-		cps:    cps,
-		prev:   ZeroHash,
-		hashes: map[int64]tlog.Hash{},
+		rep:     &Report{LedgerID: id, Size: size, SignaturesChecked: opts.Verifiers != nil},
+		origin:  Origin(id),
+		known:   opts.Verifiers,
+		cps:     cps,
+		prev:    ZeroHash,
+		hashes:  map[int64]tlog.Hash{},
+		onEntry: opts.Entry,
 	}
 	v.checkCheckpoints(0)
 	// One goroutine reads the next chunk and checks its leaves (in
@@ -172,6 +178,8 @@ type verifier struct {
 	prev   string    // chain hash of entry next-1
 	last   time.Time // time of entry next-1
 	hashes map[int64]tlog.Hash
+
+	onEntry func(e *Entry) // VerifyOptions.Entry
 }
 
 func (v *verifier) fail(seq int64, format string, args ...any) {
@@ -281,6 +289,9 @@ func (v *verifier) chunk(ctx context.Context, s Store, cd *chunkData) error {
 		v.prev = c.chain
 		v.last = e.Time
 		v.next++
+		if v.onEntry != nil {
+			v.onEntry(e)
+		}
 		if !v.checkCheckpoints(v.next) {
 			return nil
 		}

@@ -223,8 +223,8 @@ func TestLedgerWriteFailureRecovers(t *testing.T) {
 	verifyLedger(t, state)
 	es := showJSON(t, state)
 	checkLinearChain(t, es)
-	if len(es) != before+10 {
-		t.Errorf("%d entries after two recorded calls, want %d", len(es), before+10)
+	if len(es) != before+4 {
+		t.Errorf("%d entries after two recorded calls, want %d", len(es), before+4)
 	}
 }
 

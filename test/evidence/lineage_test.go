@@ -1,10 +1,9 @@
 package evidencee2e
 
 import (
+	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -16,37 +15,44 @@ import (
 
 // TestLineageBothWays walks server_receipt_id -> gateway_decision_id ->
 // audit_event_id with `gatehouse ledger show --lineage` from each end (and
-// the middle) and expects the same linked set every time: the server
-// receipt, both gateway decision entries (decision and outcome phase) and
-// both audit events, and nothing of the other calls. Walking back from the
-// outcome audit event ends at the stored server receipt, exactly as the
-// server sent it: its signature still verifies.
+// the middle) and expects the same linked set every time: the call's
+// decision record and its outcome record (evidence.md §9.1: two entries,
+// each with its own gateway_decision_id and named by its audit_event_id),
+// and nothing of the other calls. Walking back from the outcome ends at the
+// server receipt exactly as the server sent it: its signature still
+// verifies, and server_receipt_hash is the hash of its RFC 8785 form.
 func TestLineageBothWays(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(t.TempDir(), "ledger.db")
 	g := startGW(t, nil, []string{"--state", state, "--receipt-keys", writeKeysFile(t, t.TempDir()), "--server-id", keyedID}, receiptServer(keyedID))
 	g.handshake()
 	tools := []string{"signed_ok", "none", "unsigned", "legacy_interlock"}
+	results := map[string]msg{}
 	for i, tool := range tools {
-		expectResult(t, g.call(fmt.Sprintf("l%d", i), tool, `{"path":"/a"}`), tool)
+		m := g.call(fmt.Sprintf("l%d", i), tool, `{"path":"/a"}`)
+		expectResult(t, m, tool)
+		results[tool] = m
 	}
 	if code := g.finish(); code != 0 {
 		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
 	}
 	all := showJSON(t, state)
+	if len(all) != 2*len(tools) {
+		t.Fatalf("%d entries for %d forwarded calls, want two each", len(all), len(tools))
+	}
 	recs := calls(t, all)
 	for _, tool := range tools {
 		r := recs[tool]
 		if r == nil || r.outcome == nil || r.receipt == nil {
 			t.Fatalf("%s: the ledger lacks its decision, outcome or server receipt", tool)
 		}
-		want := fmt.Sprint([]int64{r.decision.Seq, r.decisionEvt.Seq, r.receipt.Seq, r.outcome.Seq, r.outcomeEvt.Seq})
+		want := fmt.Sprint([]int64{r.decision.Seq, r.outcome.Seq})
 		starts := map[string]string{
-			"server_receipt_id":           r.receipt.RecordID,
-			"gateway_decision_id":         r.outcomeRcp.GatewayDecisionID,
-			"audit_event_id (decision)":   r.decisionEvt.RecordID,
-			"audit_event_id (outcome)":    r.outcomeEvt.RecordID,
-			"outcome's server_receipt_id": r.outcomeRcp.ServerReceiptID,
+			"server_receipt_id":              r.outcomeRcp.ServerReceiptID,
+			"gateway_decision_id (decision)": r.decisionRcpt.GatewayDecisionID,
+			"gateway_decision_id (outcome)":  r.outcomeRcp.GatewayDecisionID,
+			"audit_event_id (decision)":      r.decision.RecordID,
+			"audit_event_id (outcome)":       r.outcome.RecordID,
 		}
 		for what, id := range starts {
 			if id == "" {
@@ -58,40 +64,55 @@ func TestLineageBothWays(t *testing.T) {
 			}
 		}
 		// The table form lists the same records.
-		table := mustGH(t, "ledger", "show", "--state", state, "--lineage", r.outcomeEvt.RecordID)
-		for _, id := range []string{r.receipt.RecordID, r.outcomeRcp.GatewayDecisionID, r.decisionEvt.RecordID, r.outcomeEvt.RecordID} {
+		table := mustGH(t, "ledger", "show", "--state", state, "--lineage", r.outcomeRcp.ServerReceiptID)
+		for _, id := range []string{r.decision.RecordID, r.outcome.RecordID} {
 			if !strings.Contains(table, id) {
 				t.Errorf("%s: ledger show --lineage (table) lacks %s:\n%s", tool, id, table)
 			}
 		}
-		// The links themselves.
-		dev, oev := r.decisionEvt.event(t), r.outcomeEvt.event(t)
-		if dev.GatewayDecisionID != r.decisionRcpt.GatewayDecisionID || oev.GatewayDecisionID != r.decisionRcpt.GatewayDecisionID {
-			t.Errorf("%s: audit events name decisions %q and %q, want %q", tool, dev.GatewayDecisionID, oev.GatewayDecisionID, r.decisionRcpt.GatewayDecisionID)
+		// The links themselves: one id, one record.
+		if r.outcomeRcp.GatewayDecisionID == r.decisionRcpt.GatewayDecisionID || r.outcomeRcp.CompletesDecisionID != r.decisionRcpt.GatewayDecisionID {
+			t.Errorf("%s: outcome %s completes %q, want the decision %s", tool, r.outcomeRcp.GatewayDecisionID, r.outcomeRcp.CompletesDecisionID, r.decisionRcpt.GatewayDecisionID)
 		}
-		if oev.ServerReceiptID != r.receipt.RecordID || r.outcomeRcp.ServerReceiptID != r.receipt.RecordID {
-			t.Errorf("%s: outcome audit event does not link server receipt %s", tool, r.receipt.RecordID)
+		if r.decisionRcpt.AuditEventID != r.decision.RecordID || r.outcomeRcp.AuditEventID != r.outcome.RecordID {
+			t.Errorf("%s: records name audit events %q/%q, stored as entries %q/%q", tool,
+				r.decisionRcpt.AuditEventID, r.outcomeRcp.AuditEventID, r.decision.RecordID, r.outcome.RecordID)
 		}
-		// Each event pins the stored records it links by their hashes.
-		if dev.DecisionHash != payloadHash(r.decision.Payload) || oev.DecisionHash != payloadHash(r.outcome.Payload) {
-			t.Errorf("%s: gateway_decision_hash %q/%q, the stored decisions hash to %q/%q", tool,
-				dev.DecisionHash, oev.DecisionHash, payloadHash(r.decision.Payload), payloadHash(r.outcome.Payload))
+		// Backward to the server's evidence: kept as received.
+		if tool == "none" {
+			if r.outcomeRcp.ServerReceiptBase64 != "" || r.outcomeRcp.SynthesizedReceipt == nil {
+				t.Errorf("none: the server sent no receipt, but the outcome has %q / %s", r.outcomeRcp.ServerReceiptBase64, r.outcomeRcp.SynthesizedReceipt)
+			}
+			continue
 		}
-		if dev.ReceiptHash != "" || oev.ReceiptHash != payloadHash(r.receipt.Payload) {
-			t.Errorf("%s: server_receipt_hash %q/%q, the stored receipt hashes to %q", tool, dev.ReceiptHash, oev.ReceiptHash, payloadHash(r.receipt.Payload))
+		if found := receiptBytesIn(t, results[tool].Result); found != nil && !bytes.Equal(r.receipt.Payload, found) {
+			t.Errorf("%s: stored server receipt\n%s\nwant the bytes the server sent\n%s", tool, r.receipt.Payload, found)
 		}
-		if r.outcomeRcp.AuditEventID != r.outcomeEvt.RecordID || r.decisionRcpt.AuditEventID != r.decisionEvt.RecordID {
-			t.Errorf("%s: gateway decisions name audit events %q/%q, want %q/%q", tool,
-				r.decisionRcpt.AuditEventID, r.outcomeRcp.AuditEventID, r.decisionEvt.RecordID, r.outcomeEvt.RecordID)
+		if tool != "legacy_interlock" {
+			if h := jcsHash(t, string(r.receipt.Payload)); r.outcomeRcp.ServerReceiptHash != h {
+				t.Errorf("%s: server_receipt_hash %q, the stored receipt hashes to %q", tool, r.outcomeRcp.ServerReceiptHash, h)
+			}
 		}
-		// Backward to the server's evidence: the stored receipt
-		// re-verifies.
 		if tool == "signed_ok" {
 			if !receiptSignatureOK(t, r.receipt.Payload) {
 				t.Errorf("signed_ok: the stored server receipt's Ed25519 signature does not verify: %s", r.receipt.Payload)
 			}
 		}
 	}
+}
+
+// receiptBytesIn returns the bytes of result._meta["dev.gatehouse/security-receipt"]
+// exactly as they appear in the result the client received (which the
+// gateway relays byte for byte), or nil when it has none.
+func receiptBytesIn(t testing.TB, result []byte) []byte {
+	t.Helper()
+	var r struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Meta["dev.gatehouse/security-receipt"]
 }
 
 // receiptSignatureOK checks an Ed25519 receipt signature independently:
@@ -126,8 +147,8 @@ func receiptSignatureOK(t testing.TB, receipt []byte) bool {
 
 // TestDeniedCall: a call the policy denies gets -32080, never reaches the
 // server, and leaves a gateway decision receipt (action deny, the rule and
-// its reason, response_scan_result not_run with a reason) and its audit
-// event, with no server receipt and no outcome.
+// its reason, response_scan_result not_run with a reason) as one entry,
+// with no server receipt and no outcome.
 func TestDeniedCall(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(t.TempDir(), "ledger.db")
@@ -168,22 +189,19 @@ func TestDeniedCall(t *testing.T) {
 	if d.ServerReceiptID != "" || d.ServerReceiptStatus != "" {
 		t.Errorf("denied call's receipt references server receipt %q (status %q)", d.ServerReceiptID, d.ServerReceiptStatus)
 	}
-	if ev := r.decisionEvt.event(t); ev.Action != "deny" || ev.Phase != "decision" || ev.ServerReceiptID != "" || ev.ReceiptHash != "" ||
-		ev.DecisionHash != payloadHash(r.decision.Payload) {
-		t.Errorf("denied call's audit event: action %q phase %q server_receipt_id %q server_receipt_hash %q gateway_decision_hash %q (stored decision hashes to %q)",
-			ev.Action, ev.Phase, ev.ServerReceiptID, ev.ReceiptHash, ev.DecisionHash, payloadHash(r.decision.Payload))
+	if d.Phase != "decision" || d.AuditEventID != r.decision.RecordID || d.ServerReceiptHash != "" {
+		t.Errorf("denied call's record: phase %q audit_event_id %q (entry %q) server_receipt_hash %q", d.Phase, d.AuditEventID, r.decision.RecordID, d.ServerReceiptHash)
 	}
 	if r.outcome != nil {
 		t.Errorf("denied call has an outcome: %s", r.outcome.Payload)
 	}
 	// No server receipt for it: neither from the server nor synthesized.
-	for _, e := range all {
-		if e.Kind != "server_receipt" {
+	for _, c := range callsAll(t, all) {
+		if c.receipt == nil {
 			continue
 		}
-		sr := e.receipt(t)
-		if sr.ToolName == "unsigned" || sr.ToolCallID == "req_d1" {
-			t.Errorf("server receipt entry for the denied call: %s", e.Payload)
+		if sr := c.receipt.receipt(t); sr.ToolName == "unsigned" || sr.ToolCallID == "req_d1" {
+			t.Errorf("server receipt for the denied call: %s", c.receipt.Payload)
 		}
 	}
 	// The server never saw it: the allowed call got the server's first
@@ -191,9 +209,9 @@ func TestDeniedCall(t *testing.T) {
 	if a := recs["signed_ok"]; a == nil || a.receipt == nil || a.receipt.RecordID != "mcp_rcpt_rs_000001" {
 		t.Errorf("the allowed call's receipt is not the server's first")
 	}
-	// Its lineage is the decision and its event, nothing else.
-	want := fmt.Sprint([]int64{r.decision.Seq, r.decisionEvt.Seq})
-	for _, id := range []string{r.decisionEvt.RecordID, d.GatewayDecisionID} {
+	// Its lineage is the decision record, nothing else.
+	want := fmt.Sprint([]int64{r.decision.Seq})
+	for _, id := range []string{r.decision.RecordID, d.GatewayDecisionID} {
 		if got := fmt.Sprint(seqs(showJSON(t, state, "--lineage", id))); got != want {
 			t.Errorf("ledger show --lineage %s: seqs %s, want %s", id, got, want)
 		}
@@ -256,12 +274,4 @@ func TestToolCallIDCorrelation(t *testing.T) {
 			t.Errorf("%s (id %s): tool_call_id conflict: %q", c.tool, c.id, r.outcomeRcp.Warnings)
 		}
 	}
-}
-
-// payloadHash is "sha256:" and the hex SHA-256 of a stored payload (RFC
-// 8785 canonical JSON already): what an audit event's hashes of the
-// records it links must be.
-func payloadHash(payload []byte) string {
-	sum := sha256.Sum256(payload)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

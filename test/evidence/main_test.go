@@ -360,39 +360,32 @@ type scanResult struct {
 	ArgumentKeys []string `json:"argument_keys"`
 }
 
-// decision is a gateway decision receipt (payload of kind
-// gateway_decision, and the decision member of an audit event).
+// decision is a gateway decision receipt: the payload of an entry of kind
+// gateway_decision (a call's decision record) or gateway_outcome (its
+// outcome record).
 type decision struct {
-	GatewayDecisionID   string      `json:"gateway_decision_id"`
-	ServerReceiptID     string      `json:"server_receipt_id"`
-	GatewayID           string      `json:"gateway_id"`
-	ServerID            string      `json:"server_id"`
-	ToolName            string      `json:"tool_name"`
-	Action              string      `json:"action"`
-	MatchedRule         string      `json:"matched_rule"`
-	Reason              string      `json:"reason"`
-	PolicyVersion       string      `json:"policy_version"`
-	MetadataConfidence  *float64    `json:"metadata_confidence"`
-	Warnings            []string    `json:"warnings"`
-	ArgumentScanResult  *scanResult `json:"argument_scan_result"`
-	ResponseScanResult  *scanResult `json:"response_scan_result"`
-	AuditEventID        string      `json:"audit_event_id"`
-	InputHash           *string     `json:"input_hash"`
-	OutputHash          string      `json:"output_hash"`
-	ServerReceiptStatus string      `json:"server_receipt_status"`
-}
-
-// auditEvent is the payload of kind audit_event.
-type auditEvent struct {
-	AuditEventID       string `json:"audit_event_id"`
-	Phase              string `json:"phase"`
-	GatewayDecisionID  string `json:"gateway_decision_id"`
-	ServerReceiptID    string `json:"server_receipt_id"`
-	ToolName           string `json:"tool_name"`
-	Action             string `json:"action"`
-	VerificationStatus string `json:"verification_status"`
-	DecisionHash       string `json:"gateway_decision_hash"`
-	ReceiptHash        string `json:"server_receipt_hash"`
+	GatewayDecisionID   string          `json:"gateway_decision_id"`
+	ServerReceiptID     string          `json:"server_receipt_id"`
+	GatewayID           string          `json:"gateway_id"`
+	ServerID            string          `json:"server_id"`
+	ToolName            string          `json:"tool_name"`
+	Action              string          `json:"action"`
+	MatchedRule         string          `json:"matched_rule"`
+	Reason              string          `json:"reason"`
+	PolicyVersion       string          `json:"policy_version"`
+	MetadataConfidence  *float64        `json:"metadata_confidence"`
+	Warnings            []string        `json:"warnings"`
+	ArgumentScanResult  *scanResult     `json:"argument_scan_result"`
+	ResponseScanResult  *scanResult     `json:"response_scan_result"`
+	AuditEventID        string          `json:"audit_event_id"`
+	InputHash           *string         `json:"input_hash"`
+	OutputHash          string          `json:"output_hash"`
+	ServerReceiptStatus string          `json:"server_receipt_status"`
+	Phase               string          `json:"phase"`
+	CompletesDecisionID string          `json:"completes_decision_id"`
+	ServerReceiptBase64 string          `json:"server_receipt_base64"`
+	ServerReceiptHash   string          `json:"server_receipt_hash"`
+	SynthesizedReceipt  json.RawMessage `json:"synthesized_receipt"`
 }
 
 // serverReceipt is the part of a stored server receipt the tests read.
@@ -440,15 +433,6 @@ func (e entry) decision(t testing.TB) decision {
 	return d
 }
 
-func (e entry) event(t testing.TB) auditEvent {
-	t.Helper()
-	var a auditEvent
-	if err := json.Unmarshal(e.Payload, &a); err != nil {
-		t.Fatalf("entry %d: %v", e.Seq, err)
-	}
-	return a
-}
-
 func (e entry) receipt(t testing.TB) serverReceipt {
 	t.Helper()
 	var r serverReceipt
@@ -458,70 +442,89 @@ func (e entry) receipt(t testing.TB) serverReceipt {
 	return r
 }
 
-// callRecord is everything the ledger holds about one tools/call.
+// callRecord is everything the ledger holds about one tools/call: its
+// decision record and, when forwarded, its outcome record (docs/ledger.md,
+// "Per-call records").
 type callRecord struct {
 	tool                     string
-	decision, outcome        *entry // kind gateway_decision, by phase
-	decisionEvt, outcomeEvt  *entry // kind audit_event, by phase
-	receipt                  *entry // kind server_receipt
+	decision, outcome        *entry // kind gateway_decision, gateway_outcome
 	decisionRcpt, outcomeRcp decision
+	// receipt is the server receipt the outcome carries, as a view: its
+	// Payload the receipt exactly as received (or as synthesized), its
+	// RecordID the outcome's server_receipt_id, its Seq the outcome's.
+	receipt *entry
 }
 
-// calls groups entries by gateway_decision_id into call records, keyed by
-// tool name (each test calls a tool once per ledger, unless it reads the
-// records itself).
+// calls groups the entries into call records, keyed by tool name (each
+// test calls a tool once per ledger, unless it reads the records itself),
+// checking what docs/ledger.md promises: each entry's record_id is its
+// record's audit_event_id, every gateway_decision_id names one record, and
+// every outcome completes a decision stored before it.
 func calls(t testing.TB, es []entry) map[string]*callRecord {
 	t.Helper()
-	byDec := map[string]*callRecord{}
-	receipts := map[string]*entry{}
-	events := map[string]*entry{} // audit_event_id -> event entry
-	for i := range es {
-		e := &es[i]
-		switch e.Kind {
-		case "server_receipt":
-			receipts[e.RecordID] = e
-		case "audit_event":
-			events[e.RecordID] = e
-		}
-	}
-	for i := range es {
-		e := &es[i]
-		if e.Kind != "gateway_decision" {
-			continue
-		}
-		d := e.decision(t)
-		c := byDec[d.GatewayDecisionID]
-		if c == nil {
-			c = &callRecord{tool: d.ToolName}
-			byDec[d.GatewayDecisionID] = c
-		}
-		ev, ok := events[d.AuditEventID]
-		if !ok {
-			t.Fatalf("gateway decision at seq %d names audit event %q, which is not in the ledger", e.Seq, d.AuditEventID)
-		}
-		switch phase := ev.event(t).Phase; phase {
-		case "decision":
-			c.decision, c.decisionEvt, c.decisionRcpt = e, ev, d
-		case "outcome":
-			c.outcome, c.outcomeEvt, c.outcomeRcp = e, ev, d
-			if d.ServerReceiptID != "" {
-				c.receipt = receipts[d.ServerReceiptID]
-			}
-		default:
-			t.Fatalf("audit event %s has phase %q", d.AuditEventID, phase)
-		}
-	}
 	out := map[string]*callRecord{}
-	for _, c := range byDec {
-		if c.decision == nil {
-			t.Fatalf("gateway decision %s of %s has no decision-phase entry", c.decisionRcpt.GatewayDecisionID, c.tool)
-		}
+	for _, c := range callsAll(t, es) {
 		if _, dup := out[c.tool]; dup {
 			t.Fatalf("tool %s was decided twice in this ledger", c.tool)
 		}
 		out[c.tool] = c
 	}
 	return out
+}
+
+// callsAll is calls as a list, in the order of the decisions.
+func callsAll(t testing.TB, es []entry) []*callRecord {
+	t.Helper()
+	byDec := map[string]*callRecord{}
+	var all []*callRecord
+	seen := map[string]bool{}
+	for i := range es {
+		e := &es[i]
+		if e.Kind != "gateway_decision" && e.Kind != "gateway_outcome" {
+			continue
+		}
+		d := e.decision(t)
+		if d.AuditEventID != e.RecordID {
+			t.Fatalf("entry %d (record_id %s) holds the record of audit event %q", e.Seq, e.RecordID, d.AuditEventID)
+		}
+		if seen[d.GatewayDecisionID] {
+			t.Fatalf("gateway_decision_id %s names two records (entry %d)", d.GatewayDecisionID, e.Seq)
+		}
+		seen[d.GatewayDecisionID] = true
+		switch e.Kind {
+		case "gateway_decision":
+			if d.Phase != "decision" || d.CompletesDecisionID != "" {
+				t.Fatalf("decision record at seq %d: phase %q, completes %q", e.Seq, d.Phase, d.CompletesDecisionID)
+			}
+			c := &callRecord{tool: d.ToolName, decision: e, decisionRcpt: d}
+			byDec[d.GatewayDecisionID] = c
+			all = append(all, c)
+		case "gateway_outcome":
+			c := byDec[d.CompletesDecisionID]
+			if c == nil || d.Phase != "outcome" {
+				t.Fatalf("outcome record at seq %d (phase %q) completes %q, which is not a decision stored before it", e.Seq, d.Phase, d.CompletesDecisionID)
+			}
+			if c.outcome != nil {
+				t.Fatalf("decision %s has two outcomes", d.CompletesDecisionID)
+			}
+			c.outcome, c.outcomeRcp = e, d
+			var payload []byte
+			switch {
+			case d.ServerReceiptBase64 != "":
+				b, err := base64.StdEncoding.DecodeString(d.ServerReceiptBase64)
+				if err != nil {
+					t.Fatalf("outcome at seq %d: server_receipt_base64: %v", e.Seq, err)
+				}
+				payload = b
+			case d.SynthesizedReceipt != nil:
+				payload = d.SynthesizedReceipt
+			}
+			if payload != nil {
+				c.receipt = &entry{Kind: "server_receipt", LedgerID: e.LedgerID, Seq: e.Seq, Payload: payload, RecordID: d.ServerReceiptID}
+			}
+		}
+	}
+	return all
 }
 
 // ---------------------------------------------------------------------------

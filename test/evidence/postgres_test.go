@@ -109,7 +109,7 @@ func runReplicas(t *testing.T, stateFlags []string, state string) {
 		}
 	}
 
-	want := int64(len(replicas) * perReplica * 5)
+	want := int64(len(replicas) * perReplica * 2)
 	rep, r := verifyReport(t, state)
 	if r.code != 0 || !rep.OK || rep.Size != want || !rep.SignaturesChecked || rep.Latest == nil || rep.Latest.Size != want {
 		t.Fatalf("ledger verify: exit %d, %+v (want %d entries, all covered by a signed checkpoint)\n%s", r.code, rep, want, r.stderr)
@@ -124,7 +124,7 @@ func runReplicas(t *testing.T, stateFlags []string, state string) {
 	switches, last := 0, ""
 	outcomes := map[string]int{}
 	for _, e := range es {
-		if e.Kind != "gateway_decision" {
+		if e.Kind != "gateway_decision" && e.Kind != "gateway_outcome" {
 			continue
 		}
 		d := e.decision(t)

@@ -1,4 +1,10 @@
-package ledger
+// Package postgres is the audit ledger's PostgreSQL backend: a ledger.Store
+// in one database that several gateway replicas append to concurrently
+// with one linear chain (a lock row serializes the writers), through pgx,
+// storing schema 2 blocks and migrating schema 1 on the first read-write
+// open (docs/ledger.md, "Storage", "PostgreSQL"). It passes
+// internal/ledger/storetest.
+package postgres
 
 import (
 	"context"
@@ -12,6 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/internal/blocks"
 )
 
 // PostgreSQL schema (version 2, see store.go), created in the first schema
@@ -42,12 +51,12 @@ const postgresNewTables = `ALTER TABLE ledger_hash_blocks ALTER COLUMN hashes SE
 // sqliteTombstones).
 const postgresTombstones = `
 CREATE OR REPLACE FUNCTION ledger_schema_1_gone() RETURNS TABLE (seq bigint, leaf bytea) LANGUAGE plpgsql AS $$
-BEGIN RAISE EXCEPTION '` + tombstoneMessage + `'; END $$;
+BEGIN RAISE EXCEPTION '` + blocks.TombstoneMessage + `'; END $$;
 CREATE OR REPLACE VIEW ledger_entries AS SELECT seq, leaf FROM ledger_schema_1_gone();
 CREATE OR REPLACE VIEW ledger_hashes AS SELECT seq AS idx, leaf AS hash FROM ledger_schema_1_gone();
 `
 
-// OpenPostgres opens the PostgreSQL ledger at dsn (a postgres:// URL; any
+// Open opens the PostgreSQL ledger at dsn (a postgres:// URL; any
 // libpq parameter pgx understands, search_path included, may be given) with
 // a pgx connection pool.
 //
@@ -60,7 +69,7 @@ CREATE OR REPLACE VIEW ledger_hashes AS SELECT seq AS idx, leaf AS hash FROM led
 //
 // Read-only: connections run with default_transaction_read_only=on and no
 // schema is created.
-func OpenPostgres(ctx context.Context, dsn string, readOnly bool) (Store, error) {
+func Open(ctx context.Context, dsn string, readOnly bool) (ledger.Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: parsing PostgreSQL DSN: %w", err)
@@ -130,14 +139,14 @@ func (s *pgStore) Init(ctx context.Context, proposed string) (string, error) {
 				return fmt.Errorf("creating schema: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', $1), ('schema', $2) ON CONFLICT (key) DO NOTHING`, proposed, strconv.Itoa(schemaVersion)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', $1), ('schema', $2) ON CONFLICT (key) DO NOTHING`, proposed, strconv.Itoa(blocks.SchemaVersion)); err != nil {
 			return err
 		}
 		// The lock row: a replica of any version appending now waits.
 		if err := tx.QueryRow(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id' FOR UPDATE`).Scan(&id); err != nil {
 			return err
 		}
-		if err := checkSchemaVersion(pgSchemaVersion(ctx, tx)); err != nil {
+		if err := blocks.CheckSchemaVersion(pgSchemaVersion(ctx, tx)); err != nil {
 			return err
 		}
 		if l.entries == "r" {
@@ -150,7 +159,7 @@ func (s *pgStore) Init(ctx context.Context, proposed string) (string, error) {
 				return fmt.Errorf("creating schema: %w", err)
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE ledger_meta SET value = $1 WHERE key = 'schema' AND value <> $1`, strconv.Itoa(schemaVersion))
+		_, err = tx.Exec(ctx, `UPDATE ledger_meta SET value = $1 WHERE key = 'schema' AND value <> $1`, strconv.Itoa(blocks.SchemaVersion))
 		return err
 	})
 	if err != nil {
@@ -176,7 +185,7 @@ func (s *pgStore) initRead(ctx context.Context) (string, error) {
 	if err := s.pool.QueryRow(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id'`).Scan(&id); err != nil {
 		return "", fmt.Errorf("not a Gatehouse ledger: %w", err)
 	}
-	if err := checkSchemaVersion(pgSchemaVersion(ctx, s.pool)); err != nil {
+	if err := blocks.CheckSchemaVersion(pgSchemaVersion(ctx, s.pool)); err != nil {
 		return "", err
 	}
 	s.legacy.Store(l.entries == "r")
@@ -202,24 +211,24 @@ func pgMigrate(ctx context.Context, tx pgx.Tx) error {
 	if used {
 		return errors.New("both ledger_entries and ledger_blocks hold entries: a gatehouse from before schema 2 wrote to the ledger after it was migrated; see docs/ledger.md")
 	}
-	page := func(query string) func(after int64) ([]legacyRow, error) {
-		return func(after int64) ([]legacyRow, error) {
+	page := func(query string) func(after int64) ([]blocks.LegacyRow, error) {
+		return func(after int64) ([]blocks.LegacyRow, error) {
 			rows, err := tx.Query(ctx, query, after)
 			if err != nil {
 				return nil, err
 			}
-			var out []legacyRow
-			var r legacyRow
-			_, err = pgx.ForEachRow(rows, []any{&r.key, &r.val}, func() error {
-				out = append(out, legacyRow{r.key, r.val})
-				r.val = nil
+			var out []blocks.LegacyRow
+			var r blocks.LegacyRow
+			_, err = pgx.ForEachRow(rows, []any{&r.Key, &r.Val}, func() error {
+				out = append(out, blocks.LegacyRow{Key: r.Key, Val: r.Val})
+				r.Val = nil
 				return nil
 			})
 			return out, err
 		}
 	}
-	if _, err := regroup(page(`SELECT seq, leaf FROM ledger_entries WHERE seq > $1 ORDER BY seq LIMIT 4096`), migrateBlockEntries, func(start int64, leaves [][]byte) error {
-		b, err := legacyLeafBlock(start, leaves)
+	if _, err := blocks.Regroup(page(`SELECT seq, leaf FROM ledger_entries WHERE seq > $1 ORDER BY seq LIMIT 4096`), blocks.MigrateBlockEntries, func(start int64, leaves [][]byte) error {
+		b, err := blocks.LegacyLeafBlock(start, leaves)
 		if err != nil {
 			return err
 		}
@@ -228,8 +237,8 @@ func pgMigrate(ctx context.Context, tx pgx.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > $1 ORDER BY idx LIMIT 16384`), migrateBlockHashes, func(start int64, hashes [][]byte) error {
-		b, err := joinHashes(start, hashes)
+	if _, err := blocks.Regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > $1 ORDER BY idx LIMIT 16384`), blocks.MigrateBlockHashes, func(start int64, hashes [][]byte) error {
+		b, err := blocks.JoinHashes(start, hashes)
 		if err != nil {
 			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify` (which reads it as it is) and move it aside to start a new ledger", err)
 		}
@@ -242,7 +251,7 @@ func pgMigrate(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func (s *pgStore) Update(ctx context.Context, f func(context.Context, Tx) error) error {
+func (s *pgStore) Update(ctx context.Context, f func(context.Context, ledger.Tx) error) error {
 	if s.readOnly {
 		return errors.New("store is read-only")
 	}
@@ -324,16 +333,16 @@ func (s *pgStore) Leaves(ctx context.Context, from, to int64, f func(int64, []by
 	if err != nil {
 		return err
 	}
-	st := leafStream{from: from, to: to, f: f}
-	var b leafBlock
-	if _, err := pgx.ForEachRow(rows, []any{&b.start, &b.count, &b.leaves}, func() error {
-		err := st.add(b)
-		b.leaves = nil // st holds on to it
+	st := blocks.LeafStream{From: from, To: to, F: f}
+	var b blocks.LeafBlock
+	if _, err := pgx.ForEachRow(rows, []any{&b.Start, &b.Count, &b.Leaves}, func() error {
+		err := st.Add(b)
+		b.Leaves = nil // st holds on to it
 		return err
 	}); err != nil {
 		return err
 	}
-	return st.end()
+	return st.End()
 }
 
 func (s *pgStore) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
@@ -348,24 +357,24 @@ func (s *pgStore) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash,
 // one range query per run, and the other indexes in one query, 32 bytes
 // each.
 func pgReadHashes(ctx context.Context, q pgQuerier, indexes []int64) ([]tlog.Hash, error) {
-	l := newHashLookup(indexes)
+	l := blocks.NewHashLookup(indexes)
 	var b pgx.Batch
 	var points []int64
-	for _, r := range l.runs() {
+	for _, r := range l.Runs() {
 		i, j := r[0], r[1]
-		if j-i < hashRunMin {
-			points = append(points, l.sorted[i:j]...)
+		if j-i < blocks.HashRunMin {
+			points = append(points, l.Sorted[i:j]...)
 			continue
 		}
-		b.Queue(pgHashRangeQuery, l.sorted[i], l.sorted[j-1]).Query(func(rows pgx.Rows) error {
-			var blocks []hashBlock
-			var hb hashBlock
-			_, err := pgx.ForEachRow(rows, []any{&hb.start, &hb.hashes}, func() error {
-				blocks = append(blocks, hb)
-				hb.hashes = nil
+		b.Queue(pgHashRangeQuery, l.Sorted[i], l.Sorted[j-1]).Query(func(rows pgx.Rows) error {
+			var hbs []blocks.HashBlock
+			var hb blocks.HashBlock
+			_, err := pgx.ForEachRow(rows, []any{&hb.Start, &hb.Hashes}, func() error {
+				hbs = append(hbs, hb)
+				hb.Hashes = nil
 				return nil
 			})
-			l.fill(i, j, blocks)
+			l.Fill(i, j, hbs)
 			return err
 		})
 	}
@@ -374,8 +383,8 @@ func pgReadHashes(ctx context.Context, q pgQuerier, indexes []int64) ([]tlog.Has
 			var x int64
 			var h []byte
 			_, err := pgx.ForEachRow(rows, []any{&x, &h}, func() error {
-				if k, ok := slices.BinarySearch(l.sorted, x); ok {
-					l.set(k, h)
+				if k, ok := slices.BinarySearch(l.Sorted, x); ok {
+					l.Set(k, h)
 				}
 				return nil
 			})
@@ -383,27 +392,27 @@ func pgReadHashes(ctx context.Context, q pgQuerier, indexes []int64) ([]tlog.Has
 		})
 	}
 	if b.Len() == 0 {
-		return l.result(indexes)
+		return l.Result(indexes)
 	}
 	if err := q.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, err
 	}
-	return l.result(indexes)
+	return l.Result(indexes)
 }
 
-func (s *pgStore) Checkpoints(ctx context.Context) ([]StoredCheckpoint, error) {
+func (s *pgStore) Checkpoints(ctx context.Context) ([]ledger.StoredCheckpoint, error) {
 	return pgCheckpoints(ctx, s.pool, `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size, id`)
 }
 
-func pgCheckpoints(ctx context.Context, q pgQuerier, query string) ([]StoredCheckpoint, error) {
+func pgCheckpoints(ctx context.Context, q pgQuerier, query string) ([]ledger.StoredCheckpoint, error) {
 	rows, err := q.Query(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []StoredCheckpoint
+	var out []ledger.StoredCheckpoint
 	for rows.Next() {
-		var c StoredCheckpoint
+		var c ledger.StoredCheckpoint
 		if err := rows.Scan(&c.ID, &c.Size, &c.Note, &c.Created); err != nil {
 			return nil, err
 		}
@@ -423,18 +432,18 @@ type pgTx struct{ tx pgx.Tx }
 func (t *pgTx) Size(ctx context.Context) (int64, error) { return pgSize(ctx, t.tx, false) }
 
 func (t *pgTx) Leaf(ctx context.Context, seq int64) ([]byte, error) {
-	var b leafBlock
-	err := t.tx.QueryRow(ctx, `SELECT start, count, leaves FROM ledger_blocks WHERE start <= $1 ORDER BY start DESC LIMIT 1`, seq).Scan(&b.start, &b.count, &b.leaves)
+	var b blocks.LeafBlock
+	err := t.tx.QueryRow(ctx, `SELECT start, count, leaves FROM ledger_blocks WHERE start <= $1 ORDER BY start DESC LIMIT 1`, seq).Scan(&b.Start, &b.Count, &b.Leaves)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
 	}
 	var leaf []byte
-	blockLeaves(b.start, b.count, b.leaves, seq, seq+1, func(_ int64, l []byte) error {
+	blocks.BlockLeaves(b.Start, b.Count, b.Leaves, seq, seq+1, func(_ int64, l []byte) error {
 		leaf = l
 		return nil
 	})
 	if leaf == nil {
-		return nil, fmt.Errorf("%w: entry %d is missing", ErrCorrupt, seq)
+		return nil, fmt.Errorf("%w: entry %d is missing", ledger.ErrCorrupt, seq)
 	}
 	return leaf, nil
 }
@@ -458,14 +467,14 @@ func (t *pgTx) Append(ctx context.Context, start int64, leaves [][]byte, hashSta
 		}
 	}
 	if len(leaves) > 0 {
-		block, err := encodeLeafBlock(leaves)
+		block, err := blocks.EncodeLeafBlock(leaves)
 		if err != nil {
-			return fmt.Errorf("%w: entries from %d: %v", ErrInvalid, start, err)
+			return fmt.Errorf("%w: entries from %d: %v", ledger.ErrInvalid, start, err)
 		}
 		b.Queue(pgAppendBlockQuery, start, int64(len(leaves)), block).Exec(atEnd("entries"))
 	}
 	if len(hashes) > 0 {
-		b.Queue(pgAppendHashesQuery, hashStart, hashBytes(hashes)).Exec(atEnd("hashes"))
+		b.Queue(pgAppendHashesQuery, hashStart, blocks.HashBytes(hashes)).Exec(atEnd("hashes"))
 	}
 	if b.Len() == 0 {
 		return nil
@@ -487,15 +496,15 @@ func (t *pgTx) Append(ctx context.Context, start int64, leaves [][]byte, hashSta
 	return fmt.Errorf("appending %s at %d, but the stored ones end at %d", short, at, end)
 }
 
-func (t *pgTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
+func (t *pgTx) LatestCheckpoint(ctx context.Context) (ledger.StoredCheckpoint, bool, error) {
 	cs, err := pgCheckpoints(ctx, t.tx, `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size DESC, id DESC LIMIT 1`)
 	if err != nil || len(cs) == 0 {
-		return StoredCheckpoint{}, false, err
+		return ledger.StoredCheckpoint{}, false, err
 	}
 	return cs[0], true, nil
 }
 
-func (t *pgTx) AddCheckpoint(ctx context.Context, c StoredCheckpoint) error {
+func (t *pgTx) AddCheckpoint(ctx context.Context, c ledger.StoredCheckpoint) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO ledger_checkpoints (size, note, created) VALUES ($1, $2, $3)`, c.Size, c.Note, c.Created)
 	return err
 }
@@ -541,7 +550,7 @@ func pgLegacyReadHashes(ctx context.Context, q pgQuerier, indexes []int64) ([]tl
 				return err
 			}
 			if len(h) != tlog.HashSize {
-				return fmt.Errorf("%w: stored hash %d has %d bytes", ErrCorrupt, idx, len(h))
+				return fmt.Errorf("%w: stored hash %d has %d bytes", ledger.ErrCorrupt, idx, len(h))
 			}
 			got[idx] = tlog.Hash(h)
 		}
@@ -571,7 +580,7 @@ func pgLegacyReadHashes(ctx context.Context, q pgQuerier, indexes []int64) ([]tl
 	for i, x := range indexes {
 		h, ok := got[x]
 		if !ok {
-			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrCorrupt, x)
+			return nil, fmt.Errorf("%w: stored hash %d is missing", ledger.ErrCorrupt, x)
 		}
 		out[i] = h
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package ledger
+package sqlite
 
 // writerLock is a no-op where flock(2) is missing: SQLite's own write lock
 // still serializes writers, without the fairness (see sqlite_lock_unix.go).

@@ -1,4 +1,10 @@
-package ledger
+// Package sqlite is the audit ledger's SQLite backend: a ledger.Store in
+// one database file, through the pure-Go driver modernc.org/sqlite (WAL,
+// synchronous=FULL, writers serialized by BEGIN IMMEDIATE and a flock),
+// storing schema 2 (one row of leaves and one of tree hashes per committed
+// batch) and migrating schema 1 on the first read-write open
+// (docs/ledger.md, "Storage", "SQLite"). It passes internal/ledger/storetest.
+package sqlite
 
 import (
 	"context"
@@ -15,6 +21,9 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger/internal/blocks"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver (pure Go)
 )
 
@@ -39,19 +48,15 @@ CREATE INDEX IF NOT EXISTS ledger_checkpoints_size ON ledger_checkpoints (size, 
 // (CREATE TABLE IF NOT EXISTS sees the name taken) and appending a second
 // chain beside the blocks; its reads and writes fail instead.
 const sqliteTombstones = `
-CREATE VIEW IF NOT EXISTS ledger_entries (seq, leaf) AS SELECT * FROM "` + tombstoneMessage + `";
-CREATE VIEW IF NOT EXISTS ledger_hashes (idx, hash) AS SELECT * FROM "` + tombstoneMessage + `";
+CREATE VIEW IF NOT EXISTS ledger_entries (seq, leaf) AS SELECT * FROM "` + blocks.TombstoneMessage + `";
+CREATE VIEW IF NOT EXISTS ledger_hashes (idx, hash) AS SELECT * FROM "` + blocks.TombstoneMessage + `";
 `
-
-// tombstoneMessage is what a gatehouse from before schema 2 reports on a
-// schema-2 ledger (as SQLite's "no such table", or PostgreSQL's exception).
-const tombstoneMessage = "this Gatehouse ledger is stored as blocks (schema 2): upgrade gatehouse to use it"
 
 // sqliteBusyTimeout is how long a connection waits for another process's
 // write lock (milliseconds).
 const sqliteBusyTimeout = 10000
 
-// OpenSQLite opens the SQLite ledger file at path with the pure-Go driver
+// Open opens the SQLite ledger file at path with the pure-Go driver
 // modernc.org/sqlite.
 //
 // Read-write (readOnly false): the parent directory is created (0700) when
@@ -68,7 +73,7 @@ const sqliteBusyTimeout = 10000
 //
 // Read-only: the file must exist and is opened with mode=ro; nothing is
 // created or written.
-func OpenSQLite(ctx context.Context, path string, readOnly bool) (Store, error) {
+func Open(ctx context.Context, path string, readOnly bool) (ledger.Store, error) {
 	if path == "" {
 		return nil, errors.New("ledger: empty SQLite path")
 	}
@@ -111,12 +116,12 @@ func OpenSQLite(ctx context.Context, path string, readOnly bool) (Store, error) 
 	return s, nil
 }
 
-// SQLiteFiles returns the files of the SQLite ledger at path: path itself
+// Files returns the files of the SQLite ledger at path: path itself
 // and the files kept beside it, the write-ahead log, its shared-memory
-// index, a rollback journal, and the writers' lock (OpenSQLite). Give it a
+// index, a rollback journal, and the writers' lock (Open). Give it a
 // path with its symbolic links resolved: SQLite follows them and keeps its
 // files beside the target.
-func SQLiteFiles(path string) []string {
+func Files(path string) []string {
 	return []string{path, path + "-wal", path + "-shm", path + "-journal", path + writerLockSuffix}
 }
 
@@ -204,7 +209,7 @@ func (s *sqliteStore) Init(ctx context.Context, proposed string) (string, error)
 		return s.initRead(ctx)
 	}
 	var id string
-	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.Update(ctx, func(ctx context.Context, tx ledger.Tx) error {
 		var err error
 		id, err = sqliteInitTx(ctx, tx.(*sqliteTx).tx, proposed, s.path)
 		return err
@@ -258,7 +263,7 @@ func (s *sqliteStore) initRead(ctx context.Context) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("%s: %w", s.path, err)
 	}
-	if err := checkSchemaVersion(sqliteSchemaVersion(ctx, s.ro)); err != nil {
+	if err := blocks.CheckSchemaVersion(sqliteSchemaVersion(ctx, s.ro)); err != nil {
 		return "", fmt.Errorf("%s: %w", s.path, err)
 	}
 	s.legacy.Store(legacy)
@@ -289,12 +294,12 @@ func sqliteInitTx(ctx context.Context, tx *sql.Tx, proposed, path string) (strin
 	err = tx.QueryRowContext(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id'`).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		id = proposed
-		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?), ('schema', ?)`, proposed, strconv.Itoa(schemaVersion))
+		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?), ('schema', ?)`, proposed, strconv.Itoa(blocks.SchemaVersion))
 	}
 	if err != nil {
 		return "", err
 	}
-	if err := checkSchemaVersion(sqliteSchemaVersion(ctx, tx)); err != nil {
+	if err := blocks.CheckSchemaVersion(sqliteSchemaVersion(ctx, tx)); err != nil {
 		return "", err
 	}
 	if tables["ledger_entries"] == "table" {
@@ -305,28 +310,8 @@ func sqliteInitTx(ctx context.Context, tx *sql.Tx, proposed, path string) (strin
 	if _, err := tx.ExecContext(ctx, sqliteTombstones); err != nil {
 		return "", fmt.Errorf("creating schema: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('schema', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1 WHERE value <> ?1`, strconv.Itoa(schemaVersion))
+	_, err = tx.ExecContext(ctx, `INSERT INTO ledger_meta (key, value) VALUES ('schema', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1 WHERE value <> ?1`, strconv.Itoa(blocks.SchemaVersion))
 	return id, err
-}
-
-// checkSchemaVersion refuses a store written by a newer gatehouse. v is
-// the recorded version ("" and "1": schema 1, from before the version was
-// checked).
-func checkSchemaVersion(v string, err error) error {
-	if err != nil {
-		return fmt.Errorf("reading the schema version: %w", err)
-	}
-	if v == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return fmt.Errorf("%w: schema version %q in ledger_meta", ErrCorrupt, v)
-	}
-	if n > schemaVersion {
-		return fmt.Errorf("the ledger is in schema %d, written by a newer gatehouse (this one reads schema 1 and %d): upgrade gatehouse", n, schemaVersion)
-	}
-	return nil
 }
 
 // sqliteMigrate copies the schema-1 tables into blocks (runs of
@@ -343,17 +328,17 @@ func sqliteMigrate(ctx context.Context, tx *sql.Tx) error {
 	if n > 0 {
 		return errors.New("both ledger_entries and ledger_blocks hold entries: a gatehouse from before schema 2 wrote to the ledger after it was migrated; see docs/ledger.md")
 	}
-	page := func(query string) func(after int64) ([]legacyRow, error) {
-		return func(after int64) ([]legacyRow, error) {
+	page := func(query string) func(after int64) ([]blocks.LegacyRow, error) {
+		return func(after int64) ([]blocks.LegacyRow, error) {
 			rows, err := tx.QueryContext(ctx, query, after)
 			if err != nil {
 				return nil, err
 			}
 			defer rows.Close()
-			var out []legacyRow
+			var out []blocks.LegacyRow
 			for rows.Next() {
-				var r legacyRow
-				if err := rows.Scan(&r.key, &r.val); err != nil {
+				var r blocks.LegacyRow
+				if err := rows.Scan(&r.Key, &r.Val); err != nil {
 					return nil, err
 				}
 				out = append(out, r)
@@ -361,8 +346,8 @@ func sqliteMigrate(ctx context.Context, tx *sql.Tx) error {
 			return out, rows.Err()
 		}
 	}
-	if _, err := regroup(page(`SELECT seq, leaf FROM ledger_entries WHERE seq > ? ORDER BY seq LIMIT 4096`), migrateBlockEntries, func(start int64, leaves [][]byte) error {
-		b, err := legacyLeafBlock(start, leaves)
+	if _, err := blocks.Regroup(page(`SELECT seq, leaf FROM ledger_entries WHERE seq > ? ORDER BY seq LIMIT 4096`), blocks.MigrateBlockEntries, func(start int64, leaves [][]byte) error {
+		b, err := blocks.LegacyLeafBlock(start, leaves)
 		if err != nil {
 			return err
 		}
@@ -371,8 +356,8 @@ func sqliteMigrate(ctx context.Context, tx *sql.Tx) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > ? ORDER BY idx LIMIT 16384`), migrateBlockHashes, func(start int64, hashes [][]byte) error {
-		b, err := joinHashes(start, hashes)
+	if _, err := blocks.Regroup(page(`SELECT idx, hash FROM ledger_hashes WHERE idx > ? ORDER BY idx LIMIT 16384`), blocks.MigrateBlockHashes, func(start int64, hashes [][]byte) error {
+		b, err := blocks.JoinHashes(start, hashes)
 		if err != nil {
 			return fmt.Errorf("%w; the ledger was altered: check it with `gatehouse ledger verify` (which reads it as it is) and move it aside to start a new ledger", err)
 		}
@@ -385,7 +370,7 @@ func sqliteMigrate(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
-func (s *sqliteStore) Update(ctx context.Context, f func(context.Context, Tx) error) error {
+func (s *sqliteStore) Update(ctx context.Context, f func(context.Context, ledger.Tx) error) error {
 	if s.readOnly {
 		return fmt.Errorf("%s: store is read-only", s.path)
 	}
@@ -437,20 +422,20 @@ func (s *sqliteStore) Leaves(ctx context.Context, from, to int64, f func(int64, 
 		return err
 	}
 	defer rows.Close()
-	st := leafStream{from: from, to: to, f: f}
+	st := blocks.LeafStream{From: from, To: to, F: f}
 	for rows.Next() {
-		var b leafBlock
-		if err := rows.Scan(&b.start, &b.count, &b.leaves); err != nil {
+		var b blocks.LeafBlock
+		if err := rows.Scan(&b.Start, &b.Count, &b.Leaves); err != nil {
 			return err
 		}
-		if err := st.add(b); err != nil {
+		if err := st.Add(b); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return st.end()
+	return st.End()
 }
 
 func (s *sqliteStore) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
@@ -465,58 +450,58 @@ func (s *sqliteStore) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.H
 // holding the run, in one range query, and other indexes one by one, each
 // the 32 bytes of its block.
 func sqliteReadHashes(ctx context.Context, q queryer, indexes []int64) ([]tlog.Hash, error) {
-	l := newHashLookup(indexes)
-	for _, r := range l.runs() {
+	l := blocks.NewHashLookup(indexes)
+	for _, r := range l.Runs() {
 		i, j := r[0], r[1]
-		if j-i < hashRunMin {
+		if j-i < blocks.HashRunMin {
 			for k := i; k < j; k++ {
 				var start int64
 				var h []byte
-				err := q.QueryRowContext(ctx, sqliteHashAtQuery, l.sorted[k]).Scan(&start, &h)
+				err := q.QueryRowContext(ctx, sqliteHashAtQuery, l.Sorted[k]).Scan(&start, &h)
 				if errors.Is(err, sql.ErrNoRows) {
 					continue
 				} else if err != nil {
 					return nil, err
 				}
-				l.set(k, h)
+				l.Set(k, h)
 			}
 			continue
 		}
-		rows, err := q.QueryContext(ctx, sqliteHashRangeQuery, l.sorted[i], l.sorted[j-1])
+		rows, err := q.QueryContext(ctx, sqliteHashRangeQuery, l.Sorted[i], l.Sorted[j-1])
 		if err != nil {
 			return nil, err
 		}
-		var blocks []hashBlock
+		var hbs []blocks.HashBlock
 		for rows.Next() {
-			var b hashBlock
-			if err := rows.Scan(&b.start, &b.hashes); err != nil {
+			var b blocks.HashBlock
+			if err := rows.Scan(&b.Start, &b.Hashes); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			blocks = append(blocks, b)
+			hbs = append(hbs, b)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		l.fill(i, j, blocks)
+		l.Fill(i, j, hbs)
 	}
-	return l.result(indexes)
+	return l.Result(indexes)
 }
 
-func (s *sqliteStore) Checkpoints(ctx context.Context) ([]StoredCheckpoint, error) {
+func (s *sqliteStore) Checkpoints(ctx context.Context) ([]ledger.StoredCheckpoint, error) {
 	return sqliteCheckpoints(ctx, s.ro, `SELECT id, size, note, created FROM ledger_checkpoints ORDER BY size, id`)
 }
 
-func sqliteCheckpoints(ctx context.Context, q queryer, query string) ([]StoredCheckpoint, error) {
+func sqliteCheckpoints(ctx context.Context, q queryer, query string) ([]ledger.StoredCheckpoint, error) {
 	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []StoredCheckpoint
+	var out []ledger.StoredCheckpoint
 	for rows.Next() {
-		var c StoredCheckpoint
+		var c ledger.StoredCheckpoint
 		var created string
 		if err := rows.Scan(&c.ID, &c.Size, &c.Note, &created); err != nil {
 			return nil, err
@@ -628,18 +613,18 @@ func (t *sqliteTx) Size(ctx context.Context) (int64, error) {
 }
 
 func (t *sqliteTx) Leaf(ctx context.Context, seq int64) ([]byte, error) {
-	var b leafBlock
-	err := t.QueryRowContext(ctx, sqliteBlockAtQuery, seq).Scan(&b.start, &b.count, &b.leaves)
+	var b blocks.LeafBlock
+	err := t.QueryRowContext(ctx, sqliteBlockAtQuery, seq).Scan(&b.Start, &b.Count, &b.Leaves)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	var leaf []byte
-	blockLeaves(b.start, b.count, b.leaves, seq, seq+1, func(_ int64, l []byte) error {
+	blocks.BlockLeaves(b.Start, b.Count, b.Leaves, seq, seq+1, func(_ int64, l []byte) error {
 		leaf = l
 		return nil
 	})
 	if leaf == nil {
-		return nil, fmt.Errorf("%w: entry %d is missing", ErrCorrupt, seq)
+		return nil, fmt.Errorf("%w: entry %d is missing", ledger.ErrCorrupt, seq)
 	}
 	return leaf, nil
 }
@@ -661,16 +646,16 @@ func (t *sqliteTx) Append(ctx context.Context, start int64, leaves [][]byte, has
 		return fmt.Errorf("appending hashes at %d, but the stored ones end at %d", hashStart, t.ends.hashes)
 	}
 	if len(leaves) > 0 {
-		b, err := encodeLeafBlock(leaves)
+		b, err := blocks.EncodeLeafBlock(leaves)
 		if err != nil {
-			return fmt.Errorf("%w: entries from %d: %v", ErrInvalid, start, err)
+			return fmt.Errorf("%w: entries from %d: %v", ledger.ErrInvalid, start, err)
 		}
 		if _, err := t.ExecContext(ctx, sqliteAppendBlockQuery, start, len(leaves), b); err != nil {
 			return err
 		}
 	}
 	if len(hashes) > 0 {
-		if _, err := t.ExecContext(ctx, sqliteAppendHashesQuery, hashStart, hashBytes(hashes)); err != nil {
+		if _, err := t.ExecContext(ctx, sqliteAppendHashesQuery, hashStart, blocks.HashBytes(hashes)); err != nil {
 			return err
 		}
 	}
@@ -679,21 +664,21 @@ func (t *sqliteTx) Append(ctx context.Context, start int64, leaves [][]byte, has
 	return nil
 }
 
-func (t *sqliteTx) LatestCheckpoint(ctx context.Context) (StoredCheckpoint, bool, error) {
-	var c StoredCheckpoint
+func (t *sqliteTx) LatestCheckpoint(ctx context.Context) (ledger.StoredCheckpoint, bool, error) {
+	var c ledger.StoredCheckpoint
 	var created string
 	err := t.QueryRowContext(ctx, sqliteLatestQuery).Scan(&c.ID, &c.Size, &c.Note, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return StoredCheckpoint{}, false, nil
+		return ledger.StoredCheckpoint{}, false, nil
 	}
 	if err != nil {
-		return StoredCheckpoint{}, false, err
+		return ledger.StoredCheckpoint{}, false, err
 	}
 	c.Created, _ = time.Parse(time.RFC3339Nano, created)
 	return c, true, nil
 }
 
-func (t *sqliteTx) AddCheckpoint(ctx context.Context, c StoredCheckpoint) error {
+func (t *sqliteTx) AddCheckpoint(ctx context.Context, c ledger.StoredCheckpoint) error {
 	_, err := t.ExecContext(ctx, sqliteAddCheckpointQuery, c.Size, c.Note, c.Created.UTC().Format(time.RFC3339Nano))
 	return err
 }
@@ -749,7 +734,7 @@ func sqliteLegacyReadHashes(ctx context.Context, q queryer, indexes []int64) ([]
 			}
 			if len(h) != tlog.HashSize {
 				rows.Close()
-				return nil, fmt.Errorf("%w: stored hash %d has %d bytes", ErrCorrupt, idx, len(h))
+				return nil, fmt.Errorf("%w: stored hash %d has %d bytes", ledger.ErrCorrupt, idx, len(h))
 			}
 			copy(out[k][:], h)
 			k++
@@ -759,7 +744,7 @@ func sqliteLegacyReadHashes(ctx context.Context, q queryer, indexes []int64) ([]
 			return nil, err
 		}
 		if k != j {
-			return nil, fmt.Errorf("%w: stored hash %d is missing", ErrCorrupt, indexes[k])
+			return nil, fmt.Errorf("%w: stored hash %d is missing", ledger.ErrCorrupt, indexes[k])
 		}
 		i = j
 	}

@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 )
 
 // tamperLedger builds a small signed SQLite ledger (n entries, checkpoints
@@ -18,18 +20,18 @@ import (
 // block each) and then stored again in blocks of several entries, so that
 // the tampered-with entries sit inside blocks: entries [0,2) [2,5) [5,n),
 // hashes [0,4) [4,7) [7,...).
-func tamperLedger(t *testing.T, n int) (path string, raw *sql.DB, ro Store, verifiers note.Verifiers) {
+func tamperLedger(t *testing.T, n int) (path string, raw *sql.DB, ro ledger.Store, verifiers note.Verifiers) {
 	t.Helper()
 	ctx := context.Background()
 	signer, verifiers := testKeys(t)
 	path = filepath.Join(t.TempDir(), "ledger.db")
-	l, err := Open(ctx, path, Options{LedgerID: "tamper", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
+	l, err := openLedger(t, ctx, path, ledger.Options{LedgerID: "tamper", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
 		p := fmt.Appendf(nil, `{"action":"deny","n":%d,"tool_name":"write_file"}`, i)
-		if _, err := l.Append(ctx, KindGatewayDecision, fmt.Sprintf("gw_dec_%d", i), p); err != nil {
+		if _, err := l.Append(ctx, ledger.KindGatewayDecision, fmt.Sprintf("gw_dec_%d", i), p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +48,7 @@ func tamperLedger(t *testing.T, n int) (path string, raw *sql.DB, ro Store, veri
 		t.Fatalf("%d entries appended one by one are stored in blocks at %v, want one block each", n, got)
 	}
 	writeBlocks(t, raw, storedLeaves(t, raw), []int{2, 5}, storedHashBytes(t, raw), []int{4, 7})
-	ro, err = OpenSQLite(ctx, path, true)
+	ro, err = Open(ctx, path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +59,9 @@ func tamperLedger(t *testing.T, n int) (path string, raw *sql.DB, ro Store, veri
 	return path, raw, ro, verifiers
 }
 
-func verifyProblem(t *testing.T, s Store, v note.Verifiers) *Problem {
+func verifyProblem(t *testing.T, s ledger.Store, v note.Verifiers) *ledger.Problem {
 	t.Helper()
-	rep, err := Verify(context.Background(), s, VerifyOptions{Verifiers: v})
+	rep, err := ledger.Verify(context.Background(), s, ledger.VerifyOptions{Verifiers: v})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -188,44 +190,11 @@ func setBlock(t *testing.T, db *sql.DB, start int64, block []byte) {
 
 // Changing any single byte of any stored leaf (payload, previous_hash,
 // seq, time, ids, the JSON syntax) is found, and reported at that entry:
-// every byte of every leaf of a memory ledger, and every byte of one leaf
-// stored in SQLite (the same checks, through the real storage path).
+// every byte of one leaf stored in SQLite, the real storage path of the
+// checks internal/ledger's TestTamperEveryLeafByteMemory makes of every
+// byte of every leaf of a memory ledger.
 func TestTamperEveryLeafByte(t *testing.T) {
 	const n = 6
-	t.Run("memory", func(t *testing.T) {
-		ctx := context.Background()
-		signer, v := testKeys(t)
-		mem := NewMemStore().(*memStore)
-		l, err := New(ctx, noClose{mem}, Options{LedgerID: "tamper", Signer: signer, CheckpointEveryN: 3, CheckpointEvery: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			p := fmt.Appendf(nil, `{"action":"deny","n":%d,"tool_name":"write_file"}`, i)
-			if _, err := l.Append(ctx, KindGatewayDecision, fmt.Sprintf("gw_dec_%d", i), p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := l.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for seq := range n {
-			orig := mem.leaves[seq]
-			for i := range orig {
-				m := bytes.Clone(orig)
-				m[i] ^= 0x01
-				mem.leaves[seq] = m
-				p := verifyProblem(t, mem, v)
-				if p == nil || p.Seq != int64(seq) {
-					t.Fatalf("entry %d byte %d (%q -> %q): Verify reported %v, want a problem at entry %d\n%s", seq, i, orig[i], m[i], p, seq, m)
-				}
-			}
-			mem.leaves[seq] = orig
-		}
-		if p := verifyProblem(t, mem, v); p != nil {
-			t.Fatalf("restored ledger: %v", p)
-		}
-	})
 	t.Run("sqlite", func(t *testing.T) {
 		_, raw, ro, v := tamperLedger(t, n)
 		// Entry 3 is the middle line of the block of entries 2..4.
@@ -356,9 +325,9 @@ func TestTamperEveryCheckpointByte(t *testing.T) {
 	}
 	// A checkpoint signed by another key is not accepted...
 	att, _ := attackerKeys(t)
-	forged := Checkpoint{Origin: Origin("tamper"), Size: 6}
+	forged := ledger.Checkpoint{Origin: ledger.Origin("tamper"), Size: 6}
 	forged.Hash = mustOpen(t, cps[1].Note, v).Hash
-	msg, err := SignCheckpoint(&forged, att)
+	msg, err := ledger.SignCheckpoint(&forged, att)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,8 +337,8 @@ func TestTamperEveryCheckpointByte(t *testing.T) {
 	}
 }
 
-func mustOpen(t *testing.T, msg []byte, v note.Verifiers) Checkpoint {
-	c, err := OpenCheckpoint(msg, v)
+func mustOpen(t *testing.T, msg []byte, v note.Verifiers) ledger.Checkpoint {
+	c, err := ledger.OpenCheckpoint(msg, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,16 +410,16 @@ func TestTamperConsistentRewrite(t *testing.T) {
 	for seq := range 6 {
 		leaves = append(leaves, readLeaf(t, raw, seq))
 	}
-	mem := NewMemStore()
+	mem := ledger.NewMemStore()
 	if _, err := mem.Init(ctx, "tamper"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(ctx, mem, Options{LedgerID: "tamper"})
+	l, err := ledger.New(ctx, mem, ledger.Options{LedgerID: "tamper"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for seq, leaf := range leaves {
-		e, err := ParseLeaf(leaf)
+		e, err := ledger.ParseLeaf(leaf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -481,7 +450,7 @@ func TestTamperConsistentRewrite(t *testing.T) {
 	writeBlocks(t, raw, rewritten, nil, hashes, nil)
 	// Chain and tree are internally consistent: without checkpoints the
 	// rewrite would pass.
-	rep, err := Verify(ctx, ro, VerifyOptions{Verifiers: v})
+	rep, err := ledger.Verify(ctx, ro, ledger.VerifyOptions{Verifiers: v})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,4 +459,54 @@ func TestTamperConsistentRewrite(t *testing.T) {
 		t.Fatalf("consistent rewrite: %v (verified %d), want the size-3 checkpoint to fail", p, rep.Verified)
 	}
 	t.Logf("caught: %v", p)
+}
+
+// openLedger opens a read-write Ledger on the SQLite file at path.
+func openLedger(t *testing.T, ctx context.Context, path string, opts ledger.Options) (*ledger.Ledger, error) {
+	t.Helper()
+	s, err := Open(ctx, path, false)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledger.New(ctx, s, opts)
+	if err != nil {
+		s.Close()
+	}
+	return l, err
+}
+
+// Fixed test keys (the ledger package's). Never use them for anything but
+// tests.
+const (
+	testSignerKey   = "PRIVATE+KEY+gatehouse-test+090a88b5+AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEB"
+	testVerifierKey = "gatehouse-test+090a88b5+AYqI4910CfGV/VLbLTy6XXLKZwm/HZQSG/N0iAG0D29c"
+)
+
+func testKeys(t testing.TB) (note.Signer, note.Verifiers) {
+	s, err := note.NewSigner(testSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(testVerifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, note.VerifierList(v)
+}
+
+const (
+	attackerSignerKey = "PRIVATE+KEY+gatehouse-attacker+b71b5890+AQICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIC"
+	attackerVerifier  = "gatehouse-attacker+b71b5890+AYE5dw6ofRdfVqNUZsNMfszLjYqRtO43ol32D1uPybOU"
+)
+
+func attackerKeys(t testing.TB) (note.Signer, note.Verifiers) {
+	s, err := note.NewSigner(attackerSignerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(attackerVerifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, note.VerifierList(v)
 }

@@ -1,51 +1,20 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
-
-// recorder is what Recorder and refRecorder have in common.
-type recorder interface {
-	Decided(c *gateway.Call) func() error
-	Responded(c *gateway.Call, resp *jsonrpc.Message) func() (bool, string)
-}
-
-var (
-	idPattern   = regexp.MustCompile(`(gw_dec_|audit_|mcp_rcpt_gw_|mcp_rcpt_unnamed_)[0-9A-HJKMNP-TV-Z]{26}`)
-	timePattern = regexp.MustCompile(`"issued_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`)
-	linkPattern = regexp.MustCompile(`"(gateway_decision|server_receipt)_hash":"sha256:[0-9a-f]{64}"`)
-)
-
-// stable replaces the generated ids of one run's entries by their order of
-// first appearance, the gateway's timestamps by a constant and the audit
-// events' hashes of the records they link (which cover those ids and
-// times; checkLinks checks them) by their names, so that two runs of the
-// same calls compare byte for byte.
-func stable(entries []string) []string {
-	ids := map[string]string{}
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		e = idPattern.ReplaceAllStringFunc(e, func(id string) string {
-			if _, ok := ids[id]; !ok {
-				ids[id] = fmt.Sprintf("%s#%d", idPattern.FindStringSubmatch(id)[1], len(ids))
-			}
-			return ids[id]
-		})
-		e = linkPattern.ReplaceAllString(e, `"${1}_hash":"H"`)
-		out[i] = timePattern.ReplaceAllString(e, `"issued_at":"T"`)
-	}
-	return out
-}
 
 // equivalenceCase is one call and its response (nil: not forwarded).
 type equivalenceCase struct {
@@ -122,19 +91,25 @@ func equivalenceCases() []equivalenceCase {
 // benchResult2 is benchResult with the signature of a case's result.
 func benchResult2(*testing.T) []byte { return benchResult(benchCall()) }
 
-// TestSameRecordsAsReference: the Recorder writes the same entries, byte
-// for byte (ids and timestamps aside), as the Recorder before canonical
-// encoding and the tool cache (refRecorder), for calls covering every
-// path: denied, shadow, unknown tool, declarations, inexact numbers,
-// JSON-RPC errors, verified, unsigned, tampered and conflicting receipts,
-// and strings that encoding/json escapes. Each call runs twice on the same
-// Recorder, so the second one takes the cached tool facts.
-func TestSameRecordsAsReference(t *testing.T) {
+// TestRecordsCanonicalByConstruction: for calls covering every path
+// (denied, shadow, unknown tool, declarations, inexact numbers, JSON-RPC
+// errors, verified, unsigned, tampered and conflicting receipts, strings
+// that encoding/json escapes), every record is one entry whose payload is
+// already what RFC 8785 makes of encoding/json's form of the record (the
+// gateway encodes its records once, canonical by construction), and the
+// records link as docs/ledger.md says (checkRecords). Each call runs twice
+// on the same Recorder, so the second one takes the cached tool facts.
+func TestRecordsCanonicalByConstruction(t *testing.T) {
 	for _, tc := range equivalenceCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(rec recorder) {
+			led := &memLedger{}
+			r, err := New(Config{Ledger: led, Keys: keys(), Require: tc.require, GatewayID: "gw"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
 				c := tc.call()
-				if err := rec.Decided(c)(); err != nil {
+				if err := r.Decided(c)(); err != nil {
 					t.Fatal(err)
 				}
 				if c.Forwarded {
@@ -144,97 +119,106 @@ func TestSameRecordsAsReference(t *testing.T) {
 					} else {
 						resp.Result = tc.result(t)
 					}
-					rec.Responded(c, resp)()
+					r.Responded(c, resp)()
+					if found, _, ok := evidence.Find(resp.Result, evidence.DefaultReceiptKeys); ok {
+						out := led.payload(t, KindGatewayOutcome, len(led.entries)/2-1)
+						if got := storedReceipt(t, out); !bytes.Equal(got, found) {
+							t.Errorf("stored server receipt %s, want %s", got, found)
+						}
+					}
 				}
 			}
-			cfg := func(led *memLedger) Config {
-				return Config{Ledger: led, Keys: keys(), Require: tc.require, GatewayID: "gw"}
+			want := 2
+			if tc.call().Forwarded {
+				want = 4
 			}
-			newLed, refLed := &memLedger{}, &memLedger{}
-			r, err := New(cfg(newLed))
-			if err != nil {
-				t.Fatal(err)
+			if len(led.entries) != want {
+				t.Fatalf("%d entries, want %d: %s", len(led.entries), want, led.kinds())
 			}
-			ref := &refRecorder{cfg: r.cfg}
-			ref.cfg.Ledger = refLed
-			for range 2 {
-				run(r)
-				run(ref)
-			}
-			checkLinks(t, newLed)
-			checkLinks(t, refLed)
-			got, want := stable(newLed.strings()), stable(refLed.strings())
-			if len(got) != len(want) {
-				t.Fatalf("%d entries, want %d:\n%s\nwant\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-			for i := range got {
-				if got[i] != want[i] {
-					t.Errorf("entry %d:\n got %s\nwant %s", i, got[i], want[i])
+			for _, e := range led.entries {
+				var rc evidence.GatewayDecisionReceipt
+				if err := json.Unmarshal(e.Payload, &rc); err != nil {
+					t.Fatal(err)
+				}
+				b, err := json.Marshal(&rc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				canon, err := jcs.Canonical(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(canon, e.Payload) {
+					t.Errorf("%s payload is not the canonical form of its record:\n got %s\nwant %s", e.Kind, e.Payload, canon)
 				}
 			}
+			checkRecords(t, led)
 		})
 	}
 }
 
-// strings returns the entries as "kind record_id payload".
-func (m *memLedger) strings() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for _, e := range m.entries {
-		out = append(out, e.Kind+" "+e.RecordID+" "+string(e.Payload))
-	}
-	return out
-}
-
-// checkLinks checks that every audit event's gateway_decision_hash is the
-// hash of the stored decision receipt that names the event, and its
-// server_receipt_hash (present exactly when the event names a server
-// receipt) that of the server receipt stored in the same group before it.
-func checkLinks(t *testing.T, m *memLedger) {
+// checkRecords checks the per-call records in m (docs/ledger.md,
+// "Per-call records"): every entry is a gateway_decision or a
+// gateway_outcome whose record_id is its payload's audit_event_id; every
+// gateway_decision_id and audit_event_id names one record; an outcome
+// names, as completes_decision_id, a decision stored before it, of the same
+// server and tool, and repeats none of its argument scan, hashes or
+// warnings; the phases are "decision" and "outcome".
+func checkRecords(t *testing.T, m *memLedger) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	type event struct {
-		ID           string `json:"audit_event_id"`
-		DecisionHash string `json:"gateway_decision_hash"`
-		ReceiptID    string `json:"server_receipt_id"`
-		ReceiptHash  string `json:"server_receipt_hash"`
-	}
-	decisions := map[string]string{} // audit_event_id named -> hash
-	receipts := map[string]string{}  // receipt_id -> hash of the latest stored
-	events := 0
+	decisions := map[string]*evidence.GatewayDecisionReceipt{}
+	ids := map[string]bool{}
 	for _, e := range m.entries {
-		h, err := evidence.Hash(e.Payload)
-		if err != nil {
+		var rc evidence.GatewayDecisionReceipt
+		if err := json.Unmarshal(e.Payload, &rc); err != nil {
 			t.Fatalf("%s %s: %v", e.Kind, e.RecordID, err)
 		}
+		if e.RecordID != rc.AuditEventID || !strings.HasPrefix(rc.AuditEventID, evidence.PrefixAuditEvent) {
+			t.Errorf("%s entry %s holds the record of audit event %q", e.Kind, e.RecordID, rc.AuditEventID)
+		}
+		for _, id := range []string{rc.GatewayDecisionID, rc.AuditEventID} {
+			if ids[id] {
+				t.Errorf("%s: id %s names two records", e.Kind, id)
+			}
+			ids[id] = true
+		}
 		switch e.Kind {
-		case KindServerReceipt:
-			receipts[e.RecordID] = h
 		case KindGatewayDecision:
-			var d struct {
-				AuditEventID string `json:"audit_event_id"`
+			if rc.Phase != evidence.PhaseDecision || rc.CompletesDecisionID != "" || rc.ServerReceiptBase64 != "" || rc.SynthesizedReceipt != nil {
+				t.Errorf("decision record %s: phase %q completes %q", rc.GatewayDecisionID, rc.Phase, rc.CompletesDecisionID)
 			}
-			if err := json.Unmarshal(e.Payload, &d); err != nil {
-				t.Fatal(err)
+			decisions[rc.GatewayDecisionID] = &rc
+		case KindGatewayOutcome:
+			d := decisions[rc.CompletesDecisionID]
+			if rc.Phase != evidence.PhaseOutcome || d == nil || d.ServerID != rc.ServerID || d.ToolName != rc.ToolName {
+				t.Errorf("outcome record %s: phase %q completes %q, which is not a stored decision of its call", rc.GatewayDecisionID, rc.Phase, rc.CompletesDecisionID)
 			}
-			decisions[d.AuditEventID] = h
-		case KindAuditEvent:
-			events++
-			var ev event
-			if err := json.Unmarshal(e.Payload, &ev); err != nil {
-				t.Fatal(err)
+			// What the decision holds is not repeated.
+			if rc.ArgumentScanResult != nil || rc.InputHash != "" || rc.ToolSchemaHash != "" || rc.ToolDescriptionHash != "" {
+				t.Errorf("outcome record %s repeats the decision's argument scan or hashes", rc.GatewayDecisionID)
 			}
-			if want, ok := decisions[ev.ID]; !ok || ev.DecisionHash != want {
-				t.Errorf("event %s: gateway_decision_hash %q, the stored decision that names it hashes to %q", ev.ID, ev.DecisionHash, want)
+			if d != nil && len(d.Warnings) > 0 && len(rc.Warnings) >= len(d.Warnings) && slices.Equal(rc.Warnings[:len(d.Warnings)], d.Warnings) {
+				t.Errorf("outcome record %s repeats the decision's warnings %q", rc.GatewayDecisionID, d.Warnings)
 			}
-			if want := receipts[ev.ReceiptID]; ev.ReceiptID != "" && ev.ReceiptHash != want || ev.ReceiptID == "" && ev.ReceiptHash != "" {
-				t.Errorf("event %s: server_receipt_hash %q for receipt %q, stored receipt hashes to %q", ev.ID, ev.ReceiptHash, ev.ReceiptID, want)
+			if rc.ServerReceiptID == "" || (rc.ServerReceiptBase64 == "") == (rc.SynthesizedReceipt == nil) && !strings.Contains(strings.Join(rc.Warnings, ";"), "not stored") {
+				t.Errorf("outcome record %s: server receipt %q, stored %v, synthesized %v", rc.GatewayDecisionID, rc.ServerReceiptID, rc.ServerReceiptBase64 != "", rc.SynthesizedReceipt != nil)
 			}
+		default:
+			t.Errorf("entry of kind %s", e.Kind)
 		}
 	}
-	if events == 0 {
-		t.Error("no audit event stored")
+}
+
+// storedReceipt returns the server receipt an outcome payload carries as
+// received (server_receipt_base64 decoded).
+func storedReceipt(t *testing.T, out map[string]any) []byte {
+	t.Helper()
+	s, _ := out["server_receipt_base64"].(string)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || s == "" {
+		t.Fatalf("server_receipt_base64 %q: %v", s, err)
 	}
+	return b
 }

@@ -345,10 +345,12 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		intent = evidence.WithReceipt(intent, sr, status)
 	}
 	rc.MetadataConfidence = evidence.Confidence(intent, conflicts)
+	decided := tf.intent.Warnings()
 	for _, w := range intent.Warnings() {
-		// A receipt that disagrees with the tool's metadata adds its
-		// metadata_conflict warnings to the decision's.
-		if !slices.Contains(rc.Warnings, w) {
+		// A receipt that disagrees with the tool's metadata brings
+		// metadata_conflict warnings of its own; those of the tool's
+		// intent are in the decision record and are not repeated here.
+		if !slices.Contains(decided, w) && !slices.Contains(rc.Warnings, w) {
 			rc.Warnings = append(rc.Warnings, w)
 		}
 	}

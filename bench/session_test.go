@@ -357,3 +357,117 @@ func BenchmarkRequestPath1MiB(b *testing.B) {
 		})
 	}
 }
+
+// chanConn is a transport.Conn over channels that copies nothing: Read
+// parses the next frame given to in (transport.NewFrame), Write hands the
+// length of what it was given to out. It isolates the session's own cost
+// from any pipe's.
+type chanConn struct {
+	in  chan []byte
+	out chan int
+}
+
+func newChanConn() *chanConn { return &chanConn{in: make(chan []byte, 1), out: make(chan int, 16)} }
+
+func (c *chanConn) Read(ctx context.Context) (*transport.Frame, error) {
+	select {
+	case b, ok := <-c.in:
+		if !ok {
+			return nil, io.EOF
+		}
+		return transport.NewFrame(b), nil
+	case <-ctx.Done():
+		return nil, io.EOF
+	}
+}
+
+func (c *chanConn) Write(_ context.Context, raw []byte) error {
+	c.out <- len(raw)
+	return nil
+}
+
+func (c *chanConn) Close() error { return nil }
+
+// BenchmarkRequestPathNoPipe1MiB is BenchmarkRequestPath1MiB with Conns
+// that copy nothing: the time from handing the session a 1 MiB tools/call
+// (parsed as the Conn reads it) to its forwarding, plus a short response
+// back, over the time of one strict parse of the frame ("x-parse"; target
+// <= 3). Without pipes this is the session's request path alone.
+func BenchmarkRequestPathNoPipe1MiB(b *testing.B) {
+	root, err := ModuleRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := Args(1 << 20)
+	req := append([]byte(nil), (&Client{args: args}).request(1)...)
+	parseNs := 0.0
+	for range 5 {
+		t0 := time.Now()
+		for range 20 {
+			if _, err := jsonrpc.Parse(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if ns := float64(time.Since(t0)) / 20; parseNs == 0 || ns < parseNs {
+			parseNs = ns
+		}
+	}
+	b.ReportMetric(parseNs, "parse-ns")
+	for _, withPolicy := range []bool{true, false} {
+		name := "default-policy"
+		cfg := gateway.Config{ServerID: "fakeserver", Policy: policy.Default()}
+		if withPolicy {
+			name = "readonly-policy+log"
+			p, err := policy.Load(filepath.Join(root, PolicyFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.Policy = p
+			l, err := decisionlog.Open(filepath.Join(b.TempDir(), "decisions.jsonl"), "gatehouse://bench/nopipe")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { l.Close() })
+			cfg.Log = l
+		}
+		b.Run(name, func(b *testing.B) {
+			client, server := newChanConn(), newChanConn()
+			sess := gateway.New(cfg, client, server)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{}, 2)
+			go func() { sess.RunClient(ctx); done <- struct{}{} }()
+			go func() { sess.RunServer(ctx); done <- struct{}{} }()
+			defer func() { cancel(); close(client.in); close(server.in); <-done; <-done }()
+			roundTrip := func(line string, answer string) {
+				client.in <- []byte(line)
+				if answer != "" {
+					<-server.out
+					server.in <- []byte(answer)
+				}
+				<-client.out
+			}
+			roundTrip(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`+"\n",
+				`{"jsonrpc":"2.0","id":"init","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"echo","version":"1"}}}`+"\n")
+			client.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+			<-server.out
+			roundTrip(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`+"\n", `{"jsonrpc":"2.0","id":"list","result":`+toolsList+"}\n")
+			resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}` + "\n")
+			b.SetBytes(int64(len(req)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			c0 := selfCPU()
+			t0 := time.Now()
+			for range b.N {
+				client.in <- req
+				if n := <-server.out; n != len(req) {
+					b.Fatalf("forwarded %d bytes, want %d", n, len(req))
+				}
+				server.in <- resp
+				<-client.out
+			}
+			el := time.Since(t0)
+			reportCPU(b, c0)
+			b.ReportMetric(float64(el)/float64(b.N)/parseNs, "x-parse")
+		})
+	}
+}

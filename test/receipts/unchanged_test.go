@@ -2,6 +2,7 @@ package receiptse2e
 
 import (
 	"encoding/json"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"regexp"
 	"slices"
@@ -31,8 +32,8 @@ func runMainSession(t *testing.T, withReceipts bool) sessionResult {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	return sessionResult{f: f, code: code, client: h.received(), server: readFile(t, f.record),
-		stderr: h.stderr.String(), events: readEvents(t, f.log), dirFiles: names}
+	return sessionResult{f: f, code: code, client: h.Received(), server: harness.ReadFile(t, f.record),
+		stderr: h.Stderr.String(), events: readEvents(t, f.log), dirFiles: names}
 }
 
 // Run-specific values normalised before comparing two runs. Everything
@@ -122,7 +123,7 @@ func normaliseData(e event) string {
 		delete(d, "pid")
 		delete(d, "capture")
 	case typeDecision:
-		if str(d["tool_call_id_source"]) == "generated" {
+		if harness.Str(d["tool_call_id_source"]) == "generated" {
 			d["tool_call_id"] = json.RawMessage(`"gen_RANDOM"`)
 		}
 	}

@@ -50,7 +50,7 @@ func RunCLI(t testing.TB, timeout time.Duration, dir string, env []string, argv 
 		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("%s did not finish within %v", strings.Join(argv, " "), timeout)
+		t.Fatalf("%s did not finish within %v; stderr:\n%s", strings.Join(argv, " "), timeout, r.Stderr)
 	}
 	return r
 }

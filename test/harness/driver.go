@@ -68,10 +68,11 @@ type Options struct {
 // safe from any goroutine.
 //
 // Cleanup (registered with t.Cleanup by Start) closes stdin, waits
-// Options.CleanupGrace for the process to exit, kills it (or its group)
-// otherwise, waits at most KillWait for it, then sends SIGKILL to every
-// process named in a pid file given to KillAtCleanup that is still alive,
-// then runs the functions given to OnCleanup, in order.
+// Options.CleanupGrace for the process to exit and kills it (or its group)
+// otherwise, sends SIGKILL to every process named in a pid file given to
+// KillAtCleanup that is still alive, waits at most KillWait for the
+// process to be reaped, then runs the functions given to OnCleanup, in
+// order.
 type Driver struct {
 	// Cmd is the started command; Cmd.ProcessState is set once Done is
 	// closed.
@@ -172,16 +173,18 @@ func (d *Driver) cleanup() {
 			} else {
 				_ = d.Cmd.Process.Kill()
 			}
-			select {
-			case <-d.Done:
-			case <-time.After(KillWait):
-			}
 		}
 	}
+	// Before waiting: a child that outlives the process may hold its
+	// stdout or stderr open, and Done waits for both to close.
 	for _, f := range d.pidFiles {
 		if pid := ReadPID(f); pid > 0 && Alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+	select {
+	case <-d.Done:
+	case <-time.After(KillWait):
 	}
 	for _, f := range d.after {
 		f()

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
@@ -52,9 +51,7 @@ func testMain(m *testing.M) int {
 // unless GATEHOUSE_TEST_BUGS is set.
 func relayBug(t testing.TB, desc string) {
 	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("relay bug: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
+	harness.SkipKnownBug(t, "relay bug: "+desc)
 }
 
 // run describes one gatehouse run.
@@ -166,25 +163,10 @@ func (h *gh) call(line, id string) string {
 	return resp
 }
 
-// msg is the part of a JSON-RPC message the tests look at; ID keeps its
-// raw text.
-type msg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
+// msg is the part of a JSON-RPC message the tests look at.
+type msg = harness.Msg
 
-func decode(line string) msg {
-	var m msg
-	_ = json.Unmarshal([]byte(line), &m)
-	return m
-}
+func decode(line string) msg { return harness.DecodeMsg([]byte(line)) }
 
 // expectError checks that line is a JSON-RPC error response to id with the
 // given code, and returns it decoded.
@@ -271,47 +253,19 @@ func recordLines(t testing.TB, path string) []string {
 	return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// event is one decision log event; Raw is its line, Data its data members
-// with raw values.
-type event struct {
-	Type string                     `json:"type"`
-	Data map[string]json.RawMessage `json:"data"`
-	Raw  string                     `json:"-"`
-}
+// event is one decision log event.
+type event = harness.Event
 
 // events reads the decision log at path.
-func events(t testing.TB, path string) []event {
-	t.Helper()
-	var out []event
-	for _, l := range strings.SplitAfter(readFile(t, path), "\n") {
-		if l == "" {
-			continue
-		}
-		var e event
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatalf("decision log line %q: %v", l, err)
-		}
-		e.Raw = l
-		out = append(out, e)
-	}
-	return out
-}
+func events(t testing.TB, path string) []event { t.Helper(); return harness.ReadEvents(t, path) }
 
 // eventsOf returns the events of one type.
 func eventsOf(t testing.TB, path, typ string) []event {
 	t.Helper()
-	var out []event
-	for _, e := range events(t, path) {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
+	return harness.EventsOf(harness.ReadEvents(t, path), typ)
 }
 
 const (
-	typeDecision = "gatehouse.tool.decision.v1"
-	typeRejected = "gatehouse.frame.rejected.v1"
+	typeDecision = harness.TypeDecision
+	typeRejected = harness.TypeRejected
 )
-
-// Processes.

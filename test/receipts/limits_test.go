@@ -96,7 +96,7 @@ func TestLimits(t *testing.T) {
 			// initialized: the gateway fetches the catalog only after it.
 			steps := []step{{line: init + initialized, reply: `"init"`}}
 			for i, c := range tt.calls {
-				steps = append(steps, step{line: c, reply: decodeMsg([]byte(c)).IDText(fmt.Sprint(i + 1))})
+				steps = append(steps, step{line: c, reply: idText(decodeMsg([]byte(c)), fmt.Sprint(i+1))})
 			}
 			h := start(t, wrapRun{flags: flags, server: f.server()})
 			replies := h.play(steps)
@@ -179,8 +179,8 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// IDText returns the raw id of m, or def when it has none.
-func (m msg) IDText(def string) string {
+// idText returns the raw id of m, or def when it has none.
+func idText(m msg, def string) string {
 	if m.ID == nil {
 		return def
 	}

@@ -32,10 +32,10 @@ const (
 	diagnosticLine = `{"schema":"gatehouse.request_decision_receipt.v0","diagnostic":"capture_incomplete"}` + "\n"
 	stderrDiag     = "gatehouse: request receipts: capture incomplete"
 
-	typeDecision = "gatehouse.tool.decision.v1"
-	typeStart    = "gatehouse.session.start.v1"
-	typeStop     = "gatehouse.session.stop.v1"
-	typeRejected = "gatehouse.frame.rejected.v1"
+	typeDecision = harness.TypeDecision
+	typeStart    = harness.TypeSessionStart
+	typeStop     = harness.TypeSessionStop
+	typeRejected = harness.TypeRejected
 
 	// Exit codes of gatehouse wrap (README "Exit status").
 	exitGatewayFailure = 70
@@ -65,9 +65,7 @@ func testMain(m *testing.M) int {
 // expectation and the observation.
 func knownBug(t testing.TB, desc string) {
 	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("BUG: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
+	harness.SkipKnownBug(t, "BUG: "+desc)
 }
 
 // wrapRun describes one `gatehouse wrap` run in front of the fake server.
@@ -177,23 +175,10 @@ func (h *gh) readReply(id string) []byte {
 // test after ioWait.
 func (h *gh) wait() int { h.t.Helper(); return h.Wait(ioWait) }
 
-// msg is the part of a JSON-RPC message the tests look at; ID keeps its
-// raw text.
-type msg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+// msg is the part of a JSON-RPC message the tests look at.
+type msg = harness.Msg
 
-func decodeMsg(line []byte) msg {
-	var m msg
-	_ = json.Unmarshal(line, &m)
-	return m
-}
+func decodeMsg(line []byte) msg { return harness.DecodeMsg(line) }
 
 // Frames of the scripted client.
 
@@ -327,56 +312,19 @@ func readReceipts(t testing.TB, path string) (recs []receipt, diagnostics int) {
 
 // Decision log.
 
-// event is one decision-log event; Data keeps raw member values.
-type event struct {
-	SpecVersion string                     `json:"specversion"`
-	ID          string                     `json:"id"`
-	Source      string                     `json:"source"`
-	Type        string                     `json:"type"`
-	Time        string                     `json:"time"`
-	DataCT      string                     `json:"datacontenttype"`
-	Data        map[string]json.RawMessage `json:"data"`
-	Raw         string                     `json:"-"`
-}
+// event is one decision-log event.
+type event = harness.Event
 
-func readEvents(t testing.TB, path string) []event {
-	t.Helper()
-	var out []event
-	for i, l := range harness.SplitLines(harness.ReadFile(t, path)) {
-		var e event
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatalf("decision log line %d: %v: %.300q", i+1, err, l)
-		}
-		e.Raw = l
-		out = append(out, e)
-	}
-	return out
-}
+func readEvents(t testing.TB, path string) []event { t.Helper(); return harness.ReadEvents(t, path) }
 
 // readEventsLenient is readEvents skipping lines that are not events (an
 // operator's line, a partial last line).
 func readEventsLenient(t testing.TB, path string) []event {
 	t.Helper()
-	var out []event
-	for _, l := range harness.SplitLines(harness.ReadFile(t, path)) {
-		var e event
-		if json.Unmarshal([]byte(l), &e) == nil && e.Type != "" {
-			e.Raw = l
-			out = append(out, e)
-		}
-	}
-	return out
+	return harness.ReadEventsLenient(t, path)
 }
 
-func eventsOf(evs []event, typ string) []event {
-	var out []event
-	for _, e := range evs {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func eventsOf(evs []event, typ string) []event { return harness.EventsOf(evs, typ) }
 
 // capture is the capture member of a session event.
 type capture struct {

@@ -92,8 +92,8 @@ func TestReceiptsChangeNothingElse(t *testing.T) {
 	}
 	for i := range off.events {
 		a, b := off.events[i], on.events[i]
-		if a.Type != b.Type || a.SpecVersion != b.SpecVersion || a.Source != b.Source || a.DataCT != b.DataCT {
-			t.Errorf("event %d: envelope %s %s %s %s vs %s %s %s %s", i, a.Type, a.SpecVersion, a.Source, a.DataCT, b.Type, b.SpecVersion, b.Source, b.DataCT)
+		if a.Type != b.Type || a.SpecVersion != b.SpecVersion || a.Source != b.Source || a.DataContentType != b.DataContentType {
+			t.Errorf("event %d: envelope %s %s %s %s vs %s %s %s %s", i, a.Type, a.SpecVersion, a.Source, a.DataContentType, b.Type, b.SpecVersion, b.Source, b.DataContentType)
 			continue
 		}
 		if _, has := a.Data["capture"]; has {

@@ -87,8 +87,8 @@ func TestLedgerWriteFailureFailsClosed(t *testing.T) {
 			for _, id := range []string{"x1", "x2"} {
 				m := g.call(id, "echo", `{"a":1}`)
 				expectError(t, m, -32081, "call with an unwritable ledger")
-				if !strings.Contains(string(m.raw), "decision_not_recorded") {
-					t.Errorf("refusal does not say why: %s", m.raw)
+				if !strings.Contains(string(m.Raw), "decision_not_recorded") {
+					t.Errorf("refusal does not say why: %s", m.Raw)
 				}
 			}
 			if !g.waitStderr("ledger: write failed", 5*time.Second) {
@@ -177,11 +177,11 @@ func TestLedgerWriteFailureFailOpen(t *testing.T) {
 	g.handshake()
 	m := g.call("o1", "echo", `{"a":1}`)
 	if m.Error != nil && m.Error.Code == -32081 {
-		t.Fatalf("fail_open: the call was refused: %s", m.raw)
+		t.Fatalf("fail_open: the call was refused: %s", m.Raw)
 	}
 	expectError(t, m, -32082, "fail_open call whose outcome cannot be recorded")
 	if !strings.Contains(m.Error.Message, "could not be recorded") {
-		t.Errorf("-32082 does not say why: %s", m.raw)
+		t.Errorf("-32082 does not say why: %s", m.Raw)
 	}
 	if !g.waitStderr("ledger: write failed", 5*time.Second) {
 		t.Errorf("the ledger write error is not on stderr:\n%s", g.Tail())

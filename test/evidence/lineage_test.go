@@ -160,8 +160,8 @@ func TestDeniedCall(t *testing.T) {
 	g.handshake()
 	m := g.call("d1", "unsigned", `{"a":1}`)
 	expectError(t, m, -32080, "denied call")
-	if !strings.Contains(string(m.raw), "deny_unsigned_tool") {
-		t.Errorf("denial does not name the rule: %s", m.raw)
+	if !strings.Contains(string(m.Raw), "deny_unsigned_tool") {
+		t.Errorf("denial does not name the rule: %s", m.Raw)
 	}
 	m = g.call("d2", "signed_ok", `{"a":1}`)
 	expectResult(t, m, "allowed call")

@@ -105,18 +105,9 @@ func receiptServer(serverID string, extra ...string) []string {
 // send writes line and a LF to gatehouse's stdin.
 func (g *gw) send(line string) { g.t.Helper(); g.SendLine(line) }
 
-// msg is a JSON-RPC message as the tests read it; ID keeps its raw text.
-type msg struct {
-	raw    []byte
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
+// msg is a JSON-RPC message as the tests read it; Raw is the line it
+// came in.
+type msg = harness.Msg
 
 // response returns the response whose raw id is id, waiting at most
 // readTimeout; responses to other ids read meanwhile are kept.
@@ -171,7 +162,7 @@ func decodeLine(t testing.TB, l []byte) []msg {
 		ms = append(ms, m)
 	}
 	for i := range ms {
-		ms[i].raw = l
+		ms[i].Raw = l
 	}
 	return ms
 }
@@ -184,12 +175,12 @@ func (g *gw) handshakeRevision(rev string) {
 	g.t.Helper()
 	g.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + rev + `","capabilities":{},"clientInfo":{"name":"evidence-e2e","version":"1"}}}`)
 	if m := g.response(`"init"`); m.Result == nil {
-		g.t.Fatalf("initialize failed: %s", m.raw)
+		g.t.Fatalf("initialize failed: %s", m.Raw)
 	}
 	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	g.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
 	if m := g.response(`"list"`); m.Result == nil {
-		g.t.Fatalf("tools/list failed: %s", m.raw)
+		g.t.Fatalf("tools/list failed: %s", m.Raw)
 	}
 }
 
@@ -219,14 +210,14 @@ func (g *gw) kill() { g.t.Helper(); g.Kill(exitTimeout) }
 func expectResult(t testing.TB, m msg, what string) {
 	t.Helper()
 	if m.Result == nil || m.Error != nil {
-		t.Fatalf("%s: got %s, want a result", what, m.raw)
+		t.Fatalf("%s: got %s, want a result", what, m.Raw)
 	}
 }
 
 func expectError(t testing.TB, m msg, code int, what string) {
 	t.Helper()
 	if m.Error == nil || m.Error.Code != code {
-		t.Fatalf("%s: got %s, want error %d", what, m.raw, code)
+		t.Fatalf("%s: got %s, want error %d", what, m.Raw, code)
 	}
 }
 

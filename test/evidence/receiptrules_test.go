@@ -49,7 +49,7 @@ func TestReceiptRules(t *testing.T) {
 	m := g.call("c2", "bad_signature", `{"q":"x"}`)
 	expectError(t, m, -32082, "bad_signature")
 	if !strings.Contains(m.Error.Message, "the server's receipt does not verify") {
-		t.Errorf("-32082 does not give the rule's reason: %s", m.raw)
+		t.Errorf("-32082 does not give the rule's reason: %s", m.Raw)
 	}
 	expectResult(t, g.call("c3", "unsigned", `{"q":"x"}`), "unsigned")
 	if code := g.finish(); code != 0 {

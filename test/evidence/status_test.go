@@ -95,7 +95,7 @@ func TestVerificationStatuses(t *testing.T) {
 					if requireTable[req][c.status] == "deny" {
 						expectError(t, m, -32082, c.tool)
 						if !strings.Contains(m.Error.Message, "withheld") {
-							t.Errorf("%s: -32082 without a reason: %s", c.tool, m.raw)
+							t.Errorf("%s: -32082 without a reason: %s", c.tool, m.Raw)
 						}
 					} else {
 						expectResult(t, m, c.tool)

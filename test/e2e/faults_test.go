@@ -193,8 +193,8 @@ func TestClientGoneEndsTheSession(t *testing.T) {
 			events := readDecisionLog(t, dl, src)
 			decisions(t, events, true)
 			last := events[len(events)-1]
-			if last.Type != typeSessionStop || !strings.Contains(string(last.Data), `"reason":"gateway_failure"`) || !strings.Contains(string(last.Data), `"exit_code":70`) {
-				t.Errorf("last event %s %s, want the session stop with gateway_failure and 70", last.Type, last.Data)
+			if last.Type != typeSessionStop || !strings.Contains(string(last.DataRaw), `"reason":"gateway_failure"`) || !strings.Contains(string(last.DataRaw), `"exit_code":70`) {
+				t.Errorf("last event %s %s, want the session stop with gateway_failure and 70", last.Type, last.DataRaw)
 			}
 			if !waitFor(5*time.Second, func() bool { return !harness.Alive(grandchild) }) {
 				t.Errorf("the server's grandchild %d outlived gatehouse", grandchild)

@@ -121,16 +121,9 @@ func runGatehouse(t testing.TB, stdin string, args ...string) (code int, stdout,
 	return p.wait(), out.String(), p.Stderr.String()
 }
 
-// cloudEvent is one decision-log line.
-type cloudEvent struct {
-	SpecVersion     string          `json:"specversion"`
-	ID              string          `json:"id"`
-	Source          string          `json:"source"`
-	Type            string          `json:"type"`
-	Time            string          `json:"time"`
-	DataContentType string          `json:"datacontenttype"`
-	Data            json.RawMessage `json:"data"`
-}
+// cloudEvent is one decision-log line; its DataRaw is the data member as
+// written.
+type cloudEvent = harness.Event
 
 // decisionData is the data of a gatehouse.tool.decision.v1 event.
 type decisionData struct {
@@ -146,9 +139,9 @@ type decisionData struct {
 
 // Decision-log event types.
 const (
-	typeDecision     = "gatehouse.tool.decision.v1"
-	typeSessionStart = "gatehouse.session.start.v1"
-	typeSessionStop  = "gatehouse.session.stop.v1"
+	typeDecision     = harness.TypeDecision
+	typeSessionStart = harness.TypeSessionStart
+	typeSessionStop  = harness.TypeSessionStop
 )
 
 // readDecisionLog parses the decision log strictly: every line complete
@@ -165,16 +158,9 @@ func readDecisionLog(t testing.TB, path, source string) []cloudEvent {
 	}
 	var events []cloudEvent
 	ids := map[string]bool{}
-	for i, line := range strings.SplitAfter(string(data), "\n") {
-		if line == "" {
-			continue
-		}
-		var ev cloudEvent
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("decision log line %d: %v: %q", i+1, err, line)
-		}
-		if ev.SpecVersion != "1.0" || ev.ID == "" || ev.Type == "" || ev.Data == nil {
-			t.Errorf("decision log line %d: missing CloudEvents attributes: %q", i+1, line)
+	for i, ev := range harness.ParseEvents(t, data) {
+		if ev.SpecVersion != "1.0" || ev.ID == "" || ev.Type == "" || ev.DataRaw == nil {
+			t.Errorf("decision log line %d: missing CloudEvents attributes: %q", i+1, ev.Raw)
 		}
 		if ev.Source != source {
 			t.Errorf("decision log line %d: source %q, want %q", i+1, ev.Source, source)
@@ -212,11 +198,11 @@ func decisions(t testing.TB, events []cloudEvent, wantStop bool) []decisionData 
 			}
 		case typeDecision:
 			var d decisionData
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
+			if err := json.Unmarshal(ev.DataRaw, &d); err != nil {
 				t.Fatalf("decision data: %v", err)
 			}
 			if d.RPCIDPresent == nil || d.ToolCallID == "" || d.ToolCallIDStrength == "" || d.Decision == "" || d.MatchedRule == "" {
-				t.Errorf("decision event lacks fields: %s", ev.Data)
+				t.Errorf("decision event lacks fields: %s", ev.DataRaw)
 			}
 			out = append(out, d)
 		}

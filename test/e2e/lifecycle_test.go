@@ -251,8 +251,8 @@ func TestSessionEvents(t *testing.T) {
 	if len(events) != 2 {
 		t.Fatalf("%d events, want start and stop", len(events))
 	}
-	if !strings.Contains(string(events[1].Data), `"exit_code":4`) {
-		t.Errorf("stop event does not carry the exit code 4: %s", events[1].Data)
+	if !strings.Contains(string(events[1].DataRaw), `"exit_code":4`) {
+		t.Errorf("stop event does not carry the exit code 4: %s", events[1].DataRaw)
 	}
 	fi, err := os.Stat(dl)
 	if err != nil {

@@ -355,7 +355,7 @@ func TestNormalizedIntentDecides(t *testing.T) {
 						Tool       string `json:"tool"`
 						SideEffect string `json:"side_effect"`
 					}
-					if err := json.Unmarshal(ev.Data, &d); err != nil {
+					if err := json.Unmarshal(ev.DataRaw, &d); err != nil {
 						t.Fatal(err)
 					}
 					sides[d.Tool] = d.SideEffect

@@ -340,8 +340,8 @@ func TestRelayHeldToolCall(t *testing.T) {
 						ReasonCode      string `json:"reason_code"`
 						Forwarded       bool   `json:"forwarded"`
 					}
-					if err := json.Unmarshal(ev.Data, &d); err != nil || d.Forwarded {
-						t.Errorf("refused event %s: %v", ev.Data, err)
+					if err := json.Unmarshal(ev.DataRaw, &d); err != nil || d.Forwarded {
+						t.Errorf("refused event %s: %v", ev.DataRaw, err)
 					}
 					refused[d.DecisionEventID] = d.ReasonCode
 				}

@@ -125,3 +125,27 @@ func SkipKnownBug(t testing.TB, msg string) {
 		t.Skip(msg + " (set GATEHOUSE_TEST_BUGS=1 to run)")
 	}
 }
+
+// Initialize is an initialize request line (LF-terminated) with the raw
+// JSON-RPC id id, protocol revision version, no capabilities and
+// clientInfo {"name": client, "version": "0"}.
+func Initialize(id, version, client string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"` + client + `","version":"0"}}}` + "\n"
+}
+
+// Initialized is the notifications/initialized line, LF-terminated.
+const Initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+
+// Ping is a ping request line with the raw id id, LF-terminated.
+func Ping(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n" }
+
+// ToolCall is a tools/call request line with the raw id id ("" for a
+// request without an id), the tool name (inserted as it is, not escaped)
+// and the raw arguments, LF-terminated.
+func ToolCall(id, name, args string) string {
+	idPart := ""
+	if id != "" {
+		idPart = `"id":` + id + `,`
+	}
+	return `{"jsonrpc":"2.0",` + idPart + `"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}` + "\n"
+}

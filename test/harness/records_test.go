@@ -43,3 +43,17 @@ func TestDecodeMsg(t *testing.T) {
 		t.Fatalf("DecodeMsg of a non-message: %+v", m)
 	}
 }
+
+func TestFrames(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{Initialize(`"i"`, "2025-06-18", "c"), `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"0"}}}` + "\n"},
+		{Initialized, `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"},
+		{Ping("7"), `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n"},
+		{ToolCall("1", "echo", `{"a":1}`), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1}}}` + "\n"},
+		{ToolCall("", "echo", `{}`), `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{}}}` + "\n"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got  %s\nwant %s", tc.got, tc.want)
+		}
+	}
+}

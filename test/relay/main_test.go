@@ -191,21 +191,17 @@ func expectResult(t testing.TB, line, id string) msg {
 
 // Frames a test client sends.
 
-func initialize(id, version string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"relay-test","version":"0"}}}` + "\n"
-}
+func initialize(id, version string) string { return harness.Initialize(id, version, "relay-test") }
 
-const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+const initialized = harness.Initialized
 
-func ping(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n" }
+func ping(id string) string { return harness.Ping(id) }
 
 func toolsList(id string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}` + "\n"
 }
 
-func toolCall(id, name, args string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}` + "\n"
-}
+func toolCall(id, name, args string) string { return harness.ToolCall(id, name, args) }
 
 // handshake runs initialize (id "init") and notifications/initialized and
 // then tools/list (id "tl"), so the gateway knows the whole catalog.

@@ -147,7 +147,7 @@ func (h *gh) play(script []step) [][]byte {
 			replies[i] = h.read()
 		case "":
 			id := fmt.Sprintf(`"sync-%d"`, i)
-			h.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n")
+			h.Send(harness.Ping(id))
 			h.readReply(id)
 		default:
 			replies[i] = h.readReply(s.reply)
@@ -182,11 +182,9 @@ func decodeMsg(line []byte) msg { return harness.DecodeMsg(line) }
 
 // Frames of the scripted client.
 
-func initialize(id, version string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"receipts-e2e","version":"0"}}}` + "\n"
-}
+func initialize(id, version string) string { return harness.Initialize(id, version, "receipts-e2e") }
 
-const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+const initialized = harness.Initialized
 
 func discover(id string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"server/discover"}` + "\n"
@@ -194,13 +192,7 @@ func discover(id string) string {
 
 // toolCall is a tools/call with the given raw id ("" for none), tool name
 // and raw arguments, terminated by LF.
-func toolCall(id, name, args string) string {
-	idPart := ""
-	if id != "" {
-		idPart = `"id":` + id + `,`
-	}
-	return `{"jsonrpc":"2.0",` + idPart + `"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}` + "\n"
-}
+func toolCall(id, name, args string) string { return harness.ToolCall(id, name, args) }
 
 // crlf replaces the LF terminator of line with CRLF.
 func crlf(line string) string { return strings.TrimSuffix(line, "\n") + "\r\n" }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -344,13 +343,6 @@ func (d *Driver) Tail() string {
 	}
 	return s
 }
-
-// Command returns the process's command line joined by spaces, for
-// messages.
-func (d *Driver) Command() string { return strings.Join(d.opts.Argv, " ") }
-
-// String names the process for messages.
-func (d *Driver) String() string { return fmt.Sprintf("%s (pid %d)", d.opts.Name, d.Cmd.Process.Pid) }
 
 // WaitStderr waits at most timeout for the process's stderr to contain
 // sub, failing the test otherwise. It polls every 10 ms.

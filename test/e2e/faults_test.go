@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"io"
 	"os"
 	"os/exec"
@@ -55,7 +56,7 @@ func serverPid(t *testing.T, p *proc) int {
 	t.Helper()
 	var pid int
 	if !waitFor(10*time.Second, func() bool {
-		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/task/*/children")
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(p.Cmd.Process.Pid) + "/task/*/children")
 		for _, f := range tasks {
 			b, _ := os.ReadFile(f)
 			if fs := strings.Fields(string(b)); len(fs) > 0 {
@@ -91,8 +92,8 @@ func TestServerExitAnswersPendingRequests(t *testing.T) {
 			p := startGatehouse(t, "wrap", "--decision-log", dl, "--event-source", src, "--", fakeServerBin)
 			p.initialize("2025-06-18")
 			p.call(`"L"`, "tools/list", "") // the catalog known: nothing is held for a fetch
-			p.sendLine(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`)
-			p.sendLine(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+			p.SendLine(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":60000}}}`)
+			p.SendLine(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
 			if _, err := p.tryReadLine(readTimeout); err != nil { // the ping's answer: "s" reached the server
 				t.Fatal(err)
 			}
@@ -102,7 +103,7 @@ func TestServerExitAnswersPendingRequests(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				p.sendLine(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"exit","arguments":{"code":3}}}`)
+				p.SendLine(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"exit","arguments":{"code":3}}}`)
 				want = append(want, `"x"`)
 			}
 			got := answeredErrors(t, p, want...)
@@ -170,7 +171,7 @@ func TestClientGoneEndsTheSession(t *testing.T) {
 					t.Logf("stderr:\n%s", stderr.String())
 				}
 			})
-			grandchild := readPid(t, pidfile)
+			grandchild := harness.WaitPID(t, pidfile, 10*time.Second)
 			t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 
 			r.Close() // the client goes away
@@ -192,10 +193,10 @@ func TestClientGoneEndsTheSession(t *testing.T) {
 			events := readDecisionLog(t, dl, src)
 			decisions(t, events, true)
 			last := events[len(events)-1]
-			if last.Type != typeSessionStop || !strings.Contains(string(last.Data), `"reason":"gateway_failure"`) || !strings.Contains(string(last.Data), `"exit_code":70`) {
-				t.Errorf("last event %s %s, want the session stop with gateway_failure and 70", last.Type, last.Data)
+			if last.Type != typeSessionStop || !strings.Contains(string(last.DataRaw), `"reason":"gateway_failure"`) || !strings.Contains(string(last.DataRaw), `"exit_code":70`) {
+				t.Errorf("last event %s %s, want the session stop with gateway_failure and 70", last.Type, last.DataRaw)
 			}
-			if !waitFor(5*time.Second, func() bool { return processGone(grandchild) }) {
+			if !waitFor(5*time.Second, func() bool { return !harness.Alive(grandchild) }) {
 				t.Errorf("the server's grandchild %d outlived gatehouse", grandchild)
 			}
 		})

@@ -3,13 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,89 +24,40 @@ const (
 type lockedBuffer = harness.SyncBuffer
 
 // proc is a running `gatehouse` process driven by a scripted client: the
-// test writes exact bytes to its stdin and reads exact lines from its
-// stdout.
+// shared driver (harness.Driver), whose Send writes exact bytes to its
+// stdin and whose Read returns exact lines from its stdout, and the e2e
+// tests' own JSON-RPC helpers.
 type proc struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan []byte // stdout lines, terminator included; a final unterminated chunk too
-	stderr *lockedBuffer
-	done   chan struct{} // closed once stdout is drained and the process waited for
+	*harness.Driver
+	t testing.TB
 }
 
 // startGatehouse starts gatehouse with args (for example "wrap", "--",
-// fakeServerBin). The process is killed, with its process group, when the
-// test ends.
+// fakeServerBin) in a process group of its own. The group is killed when
+// the test ends, and gatehouse's stderr logged when the test failed.
 func startGatehouse(t testing.TB, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(gatehouseBin, args...)
-	// Its own process group, so that cleanup can kill gatehouse and
-	// anything left of it at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	hp, err := harness.StartProc(cmd, 1024, nil)
-	if err != nil {
-		t.Fatalf("starting gatehouse: %v", err)
-	}
-	p := &proc{t: t, cmd: cmd, stdin: hp.Stdin, lines: hp.Lines, stderr: hp.Stderr, done: hp.Done}
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+	d := harness.Start(t, harness.Options{
+		Argv:    append([]string{gatehouseBin}, args...),
+		Setpgid: true, KillGroup: true, LineBuffer: 1024,
+	})
+	d.OnCleanup(func() {
 		if t.Failed() {
-			t.Logf("gatehouse %s\nstderr:\n%s", strings.Join(args, " "), p.stderr.String())
+			t.Logf("gatehouse %s\nstderr:\n%s", strings.Join(args, " "), d.Stderr.String())
 		}
 	})
-	return p
+	return &proc{Driver: d, t: t}
 }
-
-// send writes exactly s to gatehouse's stdin.
-func (p *proc) send(s string) {
-	p.t.Helper()
-	if _, err := io.WriteString(p.stdin, s); err != nil {
-		p.t.Fatalf("writing to gatehouse: %v", err)
-	}
-}
-
-// sendLine writes s and a LF.
-func (p *proc) sendLine(s string) { p.t.Helper(); p.send(s + "\n") }
-
-// closeStdin closes gatehouse's stdin (client EOF).
-func (p *proc) closeStdin() { _ = p.stdin.Close() }
 
 // readLine returns the next stdout line, terminator included, failing the
 // test after readTimeout or at EOF.
-func (p *proc) readLine() string {
-	p.t.Helper()
-	l, err := p.tryReadLine(readTimeout)
-	if err != nil {
-		p.t.Fatalf("reading from gatehouse: %v", err)
-	}
-	return l
-}
+func (p *proc) readLine() string { p.t.Helper(); return string(p.Read(readTimeout)) }
 
-// tryReadLine returns the next stdout line, or an error at EOF or after d.
+// tryReadLine returns the next stdout line, or an error at EOF (io.EOF) or
+// after d (harness.ErrNoLine).
 func (p *proc) tryReadLine(d time.Duration) (string, error) {
-	select {
-	case l, ok := <-p.lines:
-		if !ok {
-			return "", io.EOF
-		}
-		return string(l), nil
-	case <-time.After(d):
-		return "", fmt.Errorf("no line within %v", d)
-	}
-}
-
-// expectNoLine fails when a line arrives within d.
-func (p *proc) expectNoLine(d time.Duration) {
-	p.t.Helper()
-	if l, err := p.tryReadLine(d); err == nil {
-		p.t.Fatalf("unexpected line from gatehouse: %q", l)
-	}
+	l, err := p.TryRead(d)
+	return string(l), err
 }
 
 // call sends a request line and returns the response with the same raw id,
@@ -121,7 +68,7 @@ func (p *proc) call(id, method, params string) (resp map[string]json.RawMessage,
 	if params != "" {
 		req += `,"params":` + params
 	}
-	p.sendLine(req + "}")
+	p.SendLine(req + "}")
 	for {
 		l := p.readLine()
 		m := map[string]json.RawMessage{}
@@ -142,21 +89,13 @@ func (p *proc) initialize(revision string) map[string]json.RawMessage {
 	if resp["result"] == nil {
 		p.t.Fatalf("initialize failed: %s", resp["error"])
 	}
-	p.sendLine(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.SendLine(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return resp
 }
 
 // wait waits for gatehouse to exit and returns its exit code (-1 when it
-// was killed by a signal).
-func (p *proc) wait() int {
-	p.t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(exitTimeout):
-		p.t.Fatalf("gatehouse did not exit within %v", exitTimeout)
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
+// was killed by a signal), failing the test after exitTimeout.
+func (p *proc) wait() int { p.t.Helper(); return p.Wait(exitTimeout) }
 
 // jsonString encodes s as a JSON string.
 func jsonString(s string) string {
@@ -169,29 +108,22 @@ func jsonString(s string) string {
 func runGatehouse(t testing.TB, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	p := startGatehouse(t, args...)
-	p.send(stdin)
-	p.closeStdin()
+	p.Send(stdin)
+	p.CloseStdin()
 	var out strings.Builder
 	for {
-		l, err := p.tryReadLine(exitTimeout)
+		l, err := p.TryRead(exitTimeout)
 		if err != nil {
 			break
 		}
-		out.WriteString(l)
+		out.Write(l)
 	}
-	return p.wait(), out.String(), p.stderr.String()
+	return p.wait(), out.String(), p.Stderr.String()
 }
 
-// cloudEvent is one decision-log line.
-type cloudEvent struct {
-	SpecVersion     string          `json:"specversion"`
-	ID              string          `json:"id"`
-	Source          string          `json:"source"`
-	Type            string          `json:"type"`
-	Time            string          `json:"time"`
-	DataContentType string          `json:"datacontenttype"`
-	Data            json.RawMessage `json:"data"`
-}
+// cloudEvent is one decision-log line; its DataRaw is the data member as
+// written.
+type cloudEvent = harness.Event
 
 // decisionData is the data of a gatehouse.tool.decision.v1 event.
 type decisionData struct {
@@ -207,9 +139,9 @@ type decisionData struct {
 
 // Decision-log event types.
 const (
-	typeDecision     = "gatehouse.tool.decision.v1"
-	typeSessionStart = "gatehouse.session.start.v1"
-	typeSessionStop  = "gatehouse.session.stop.v1"
+	typeDecision     = harness.TypeDecision
+	typeSessionStart = harness.TypeSessionStart
+	typeSessionStop  = harness.TypeSessionStop
 )
 
 // readDecisionLog parses the decision log strictly: every line complete
@@ -226,16 +158,9 @@ func readDecisionLog(t testing.TB, path, source string) []cloudEvent {
 	}
 	var events []cloudEvent
 	ids := map[string]bool{}
-	for i, line := range strings.SplitAfter(string(data), "\n") {
-		if line == "" {
-			continue
-		}
-		var ev cloudEvent
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("decision log line %d: %v: %q", i+1, err, line)
-		}
-		if ev.SpecVersion != "1.0" || ev.ID == "" || ev.Type == "" || ev.Data == nil {
-			t.Errorf("decision log line %d: missing CloudEvents attributes: %q", i+1, line)
+	for i, ev := range harness.ParseEvents(t, data) {
+		if ev.SpecVersion != "1.0" || ev.ID == "" || ev.Type == "" || ev.DataRaw == nil {
+			t.Errorf("decision log line %d: missing CloudEvents attributes: %q", i+1, ev.Raw)
 		}
 		if ev.Source != source {
 			t.Errorf("decision log line %d: source %q, want %q", i+1, ev.Source, source)
@@ -273,11 +198,11 @@ func decisions(t testing.TB, events []cloudEvent, wantStop bool) []decisionData 
 			}
 		case typeDecision:
 			var d decisionData
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
+			if err := json.Unmarshal(ev.DataRaw, &d); err != nil {
 				t.Fatalf("decision data: %v", err)
 			}
 			if d.RPCIDPresent == nil || d.ToolCallID == "" || d.ToolCallIDStrength == "" || d.Decision == "" || d.MatchedRule == "" {
-				t.Errorf("decision event lacks fields: %s", ev.Data)
+				t.Errorf("decision event lacks fields: %s", ev.DataRaw)
 			}
 			out = append(out, d)
 		}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,47 +160,13 @@ func TestServerStderrIsDrained(t *testing.T) {
 	const n = 100000
 	p := startGatehouse(t, "wrap", "--", fakeServerBin, "--stderr-lines", strconv.Itoa(n))
 	p.initialize("2025-06-18")
-	p.closeStdin()
+	p.CloseStdin()
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	if last := "stderr line " + strconv.Itoa(n) + " of " + strconv.Itoa(n); !strings.Contains(p.stderr.String(), last) {
+	if last := "stderr line " + strconv.Itoa(n) + " of " + strconv.Itoa(n); !strings.Contains(p.Stderr.String(), last) {
 		t.Errorf("the server's stderr was not passed through (no %q)", last)
 	}
-}
-
-// processGone reports whether pid no longer runs (absent, or a zombie).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the parenthesized command name.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z'
-	}
-	return false
-}
-
-// readPid waits for the fake server's grandchild pid file.
-func readPid(t *testing.T, path string) int {
-	t.Helper()
-	var pid int
-	if !waitFor(10*time.Second, func() bool {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	}) {
-		t.Fatalf("no pid in %s", path)
-	}
-	return pid
 }
 
 // TestShutdown checks how gatehouse stops a server after client EOF: a
@@ -224,11 +191,11 @@ func TestShutdown(t *testing.T) {
 			args := append([]string{"wrap", "--shutdown-grace", grace.String(), "--", fakeServerBin, "--grandchild", pidfile}, tt.serverArgs...)
 			p := startGatehouse(t, args...)
 			p.initialize("2025-06-18")
-			grandchild := readPid(t, pidfile)
+			grandchild := harness.WaitPID(t, pidfile, 10*time.Second)
 			t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 
 			start := time.Now()
-			p.closeStdin()
+			p.CloseStdin()
 			code := p.wait()
 			took := time.Since(start)
 			if code != tt.wantCode {
@@ -237,7 +204,7 @@ func TestShutdown(t *testing.T) {
 			if took < tt.min || took > tt.max {
 				t.Errorf("shutdown took %v, want between %v and %v", took, tt.min, tt.max)
 			}
-			if !waitFor(5*time.Second, func() bool { return processGone(grandchild) }) {
+			if !waitFor(5*time.Second, func() bool { return !harness.Alive(grandchild) }) {
 				t.Errorf("the server's child %d outlived gatehouse", grandchild)
 			}
 		})
@@ -258,7 +225,7 @@ func TestSignalForwarding(t *testing.T) {
 		t.Run(tt.sig.String(), func(t *testing.T) {
 			p := startGatehouse(t, "wrap", "--shutdown-grace", "5s", "--", fakeServerBin, "--ignore-eof")
 			p.initialize("2025-06-18")
-			if err := p.cmd.Process.Signal(tt.sig); err != nil {
+			if err := p.Cmd.Process.Signal(tt.sig); err != nil {
 				t.Fatal(err)
 			}
 			if code := p.wait(); code != tt.want {
@@ -284,8 +251,8 @@ func TestSessionEvents(t *testing.T) {
 	if len(events) != 2 {
 		t.Fatalf("%d events, want start and stop", len(events))
 	}
-	if !strings.Contains(string(events[1].Data), `"exit_code":4`) {
-		t.Errorf("stop event does not carry the exit code 4: %s", events[1].Data)
+	if !strings.Contains(string(events[1].DataRaw), `"exit_code":4`) {
+		t.Errorf("stop event does not carry the exit code 4: %s", events[1].DataRaw)
 	}
 	fi, err := os.Stat(dl)
 	if err != nil {

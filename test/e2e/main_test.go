@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,65 +42,36 @@ func testMain(m *testing.M) int {
 		npmDir = filepath.Join(repoRoot, ".cache", "npm")
 	}
 
-	tmp, err := os.MkdirTemp("", "gatehouse-e2e-bin-")
+	// harness.Setup builds into a temporary directory and points
+	// XDG_STATE_HOME there: each gatehouse the tests start keeps its audit
+	// ledger (and its checkpoint key) in it, not in the user's state
+	// directory.
+	builds := []harness.Build{{Out: "fakeserver", Pkg: "github.com/gatehouse-mcp/gatehouse/test/fakeserver"}}
+	gatehouseBin = os.Getenv("GATEHOUSE_BIN")
+	if gatehouseBin == "" {
+		gh := harness.Build{Out: "gatehouse", Pkg: "github.com/gatehouse-mcp/gatehouse/cmd/gatehouse"}
+		if os.Getenv("GATEHOUSE_E2E_RACE") == "1" {
+			gh.Flags = []string{"-race"}
+		}
+		builds = append(builds, gh)
+	} else if !filepath.IsAbs(gatehouseBin) {
+		gatehouseBin = filepath.Join(repoRoot, gatehouseBin)
+	}
+	tmp, cleanup, err := harness.Setup("gatehouse-e2e-bin-", builds...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	// Each gatehouse the tests start keeps its audit ledger (and its
-	// checkpoint key) here, not in the user's state directory.
-	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(tmp, "state")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	gatehouseBin = os.Getenv("GATEHOUSE_BIN")
+	defer cleanup()
 	if gatehouseBin == "" {
 		gatehouseBin = filepath.Join(tmp, "gatehouse")
-		var flags []string
-		if os.Getenv("GATEHOUSE_E2E_RACE") == "1" {
-			flags = append(flags, "-race")
-		}
-		if err := goBuild(gatehouseBin, "./cmd/gatehouse", flags...); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: building gatehouse:", err)
-			return 1
-		}
-	} else if !filepath.IsAbs(gatehouseBin) {
-		gatehouseBin = filepath.Join(repoRoot, gatehouseBin)
 	}
 	if _, err := os.Stat(gatehouseBin); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: GATEHOUSE_BIN:", err)
 		return 1
 	}
 	fakeServerBin = filepath.Join(tmp, "fakeserver")
-	if err := goBuild(fakeServerBin, "./test/fakeserver"); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building the fake server:", err)
-		return 1
-	}
 	return m.Run()
-}
-
-// goBuild builds the package pkg (relative to the module root) into out.
-func goBuild(out, pkg string, flags ...string) error {
-	args := append([]string{"build", "-o", out}, flags...)
-	args = append(args, pkg)
-	cmd := exec.Command(goTool(), args...)
-	cmd.Dir = repoRoot
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
-	}
-	return nil
-}
-
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	if r := os.Getenv("GOROOT"); r != "" {
-		return filepath.Join(r, "bin", "go")
-	}
-	return "go"
 }
 
 // inCI reports whether the tests run in CI, where missing dependencies are

@@ -68,7 +68,7 @@ func TestPolicyDecisions(t *testing.T) {
 			p.initialize("2025-06-18")
 			p.call("1", "tools/list", "")
 			resp, _ := p.call(tt.id, "tools/call", `{"name":"`+tt.tool+`","arguments":{"k":"v"}}`)
-			p.closeStdin()
+			p.CloseStdin()
 			if code := p.wait(); code != 0 {
 				t.Errorf("exit code %d", code)
 			}
@@ -155,12 +155,12 @@ func TestDecisionLogIDs(t *testing.T) {
 			}
 			params += "}"
 			if tt.id == "" {
-				p.sendLine(`{"jsonrpc":"2.0","method":"tools/call","params":` + params + `}`)
+				p.SendLine(`{"jsonrpc":"2.0","method":"tools/call","params":` + params + `}`)
 			} else {
 				p.call(tt.id, "tools/call", params)
 			}
 			p.call("2", "ping", "")
-			p.closeStdin()
+			p.CloseStdin()
 			p.wait()
 			ds := decisions(t, readDecisionLog(t, dl, src), true)
 			if len(ds) != 1 {
@@ -242,7 +242,7 @@ func TestCatalogPagesAndListChanged(t *testing.T) {
 			t.Errorf("step %d: %s allowed=%v, want %v", i, s.tool, got, s.allow)
 		}
 	}
-	p.closeStdin()
+	p.CloseStdin()
 	p.wait()
 }
 
@@ -265,7 +265,7 @@ func TestDenyMessageIsJSON(t *testing.T) {
 			p := startGatehouse(t, "wrap", "--policy", pol, "--", fakeServerBin)
 			p.initialize("2025-06-18")
 			p.call("1", "tools/list", "")
-			p.sendLine(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{}}}`)
+			p.SendLine(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{}}}`)
 			l := p.readLine()
 			var m struct {
 				Error struct {
@@ -279,7 +279,7 @@ func TestDenyMessageIsJSON(t *testing.T) {
 			if m.Error.Code != codeDenied || !strings.Contains(m.Error.Message, tt.reason) {
 				t.Errorf("deny error %+v does not carry the reason %q", m.Error, tt.reason)
 			}
-			p.closeStdin()
+			p.CloseStdin()
 			p.wait()
 		})
 	}
@@ -323,7 +323,7 @@ func TestNormalizedIntentDecides(t *testing.T) {
 				p.call("1", "tools/list", "")
 				note, _ := p.call("2", "tools/call", `{"name":"note","arguments":{"text":"x"}}`)
 				echo, _ := p.call("3", "tools/call", `{"name":"echo","arguments":{}}`)
-				p.closeStdin()
+				p.CloseStdin()
 				if code := p.wait(); code != 0 {
 					t.Fatalf("exit code %d", code)
 				}
@@ -355,7 +355,7 @@ func TestNormalizedIntentDecides(t *testing.T) {
 						Tool       string `json:"tool"`
 						SideEffect string `json:"side_effect"`
 					}
-					if err := json.Unmarshal(ev.Data, &d); err != nil {
+					if err := json.Unmarshal(ev.DataRaw, &d); err != nil {
 						t.Fatal(err)
 					}
 					sides[d.Tool] = d.SideEffect

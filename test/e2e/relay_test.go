@@ -117,9 +117,9 @@ func TestRelayServerToClient(t *testing.T) {
 		t.Fatalf("before the emit reply the client got %q, want only the server request %q", before, serverReq)
 	}
 	answer := `{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[{"uri":"file:///tmp","name":"tmp"}]}}` + "\n"
-	p.send(answer)
+	p.Send(answer)
 	p.call("3", "ping", "")
-	p.closeStdin()
+	p.CloseStdin()
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
@@ -151,15 +151,15 @@ func TestRelayProgressAndCancel(t *testing.T) {
 	}
 
 	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"e2e"}}` + "\n"
-	p.sendLine(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000}}}`)
+	p.SendLine(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000}}}`)
 	time.Sleep(100 * time.Millisecond)
-	p.send(cancel)
+	p.Send(cancel)
 	resp, before := p.call("2", "ping", "")
 	if resp["result"] == nil || len(before) != 0 {
 		t.Fatalf("ping after cancel: %v, preceded by %q", resp, before)
 	}
-	p.expectNoLine(2500 * time.Millisecond) // the sleep would have ended by now
-	p.closeStdin()
+	p.ExpectNoLine(2500 * time.Millisecond) // the sleep would have ended by now
+	p.CloseStdin()
 	p.wait()
 	rec, _ := os.ReadFile(record)
 	if !strings.Contains(string(rec), cancel) {
@@ -188,7 +188,7 @@ func TestRelayRefusesInvalidClientFrames(t *testing.T) {
 			record := filepath.Join(dir, "record")
 			p := startGatehouse(t, "wrap", "--", fakeServerBin, "--record", record)
 			p.initialize("2025-06-18")
-			p.send(tt.frame)
+			p.Send(tt.frame)
 			l := p.readLine()
 			var m struct {
 				Error *struct {
@@ -203,7 +203,7 @@ func TestRelayRefusesInvalidClientFrames(t *testing.T) {
 			if resp["result"] == nil {
 				t.Fatalf("the session did not survive an invalid frame: %v", resp)
 			}
-			p.closeStdin()
+			p.CloseStdin()
 			p.wait()
 			rec, _ := os.ReadFile(record)
 			if strings.Contains(string(rec), tt.frame) {
@@ -224,7 +224,7 @@ func TestRelayOversizedFrames(t *testing.T) {
 	p.call("1", "tools/list", "")
 
 	big := strings.Repeat("x", 4096)
-	p.sendLine(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"s":"` + big + `"}}}`)
+	p.SendLine(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"s":"` + big + `"}}}`)
 	l := p.readLine()
 	if !strings.Contains(l, `"error"`) {
 		t.Fatalf("oversized client frame: got %q, want a JSON-RPC error", l)
@@ -239,7 +239,7 @@ func TestRelayOversizedFrames(t *testing.T) {
 	if resp, _ := p.call("3", "ping", ""); resp["result"] == nil {
 		t.Fatalf("session did not survive oversized frames: %v", resp)
 	}
-	p.closeStdin()
+	p.CloseStdin()
 	p.wait()
 	rec, _ := os.ReadFile(record)
 	if strings.Contains(string(rec), big) {
@@ -257,13 +257,13 @@ func TestRelayLargeFrameWithinLimit(t *testing.T) {
 	p.call("1", "tools/list", "")
 	big := strings.Repeat("0123456789abcdef", 64<<10) // 1 MiB
 	req := `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"s":"` + big + `"}}}` + "\n"
-	p.send(req)
+	p.Send(req)
 	l := p.readLine()
 	want := `{"jsonrpc":"2.0","id":"big","result":{"content":[{"type":"text","text":` + jsonString(`{"s":"`+big+`"}`) + `}]}}` + "\n"
 	if l != want {
 		t.Errorf("1 MiB echo came back changed (%d bytes, want %d)", len(l), len(want))
 	}
-	p.closeStdin()
+	p.CloseStdin()
 	p.wait()
 	rec, _ := os.ReadFile(record)
 	if !strings.Contains(string(rec), req) {
@@ -296,7 +296,7 @@ func TestRelayHeldToolCall(t *testing.T) {
 
 			start := time.Now()
 			call := `{"jsonrpc":"2.0","id":"held","method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}` + "\n"
-			p.send(call)
+			p.Send(call)
 			resp, before := p.call("2", "ping", "")
 			if resp["result"] == nil || len(before) != 0 {
 				t.Fatalf("ping while a call is held: %v, preceded by %q", resp, before)
@@ -305,15 +305,15 @@ func TestRelayHeldToolCall(t *testing.T) {
 				t.Errorf("ping answered after %v: queued behind the held call", d)
 			}
 			if tt.cancel {
-				p.sendLine(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"held","reason":"e2e"}}`)
-				p.expectNoLine(delay + time.Second)
+				p.SendLine(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"held","reason":"e2e"}}`)
+				p.ExpectNoLine(delay + time.Second)
 			} else {
 				l := p.readLine()
 				if !strings.HasPrefix(l, `{"jsonrpc":"2.0","id":"held","result":`) {
 					t.Fatalf("held call answered with %q", l)
 				}
 			}
-			p.closeStdin()
+			p.CloseStdin()
 			if code := p.wait(); code != 0 {
 				t.Errorf("exit code %d", code)
 			}
@@ -340,8 +340,8 @@ func TestRelayHeldToolCall(t *testing.T) {
 						ReasonCode      string `json:"reason_code"`
 						Forwarded       bool   `json:"forwarded"`
 					}
-					if err := json.Unmarshal(ev.Data, &d); err != nil || d.Forwarded {
-						t.Errorf("refused event %s: %v", ev.Data, err)
+					if err := json.Unmarshal(ev.DataRaw, &d); err != nil || d.Forwarded {
+						t.Errorf("refused event %s: %v", ev.DataRaw, err)
 					}
 					refused[d.DecisionEventID] = d.ReasonCode
 				}

@@ -66,9 +66,9 @@ func TestSIGKILLLeavesVerifiablePrefix(t *testing.T) {
 		}
 		for got < killAfter {
 			select {
-			case l, ok := <-g.lines:
+			case l, ok := <-g.Lines:
 				if !ok {
-					t.Fatalf("gatehouse closed stdout early; stderr:\n%s", g.tail())
+					t.Fatalf("gatehouse closed stdout early; stderr:\n%s", g.Tail())
 				}
 				collect(l)
 			case <-deadline:
@@ -77,7 +77,7 @@ func TestSIGKILLLeavesVerifiablePrefix(t *testing.T) {
 		}
 		g.kill()
 		// Whatever reached the client before the kill counts too.
-		for l := range g.lines {
+		for l := range g.Lines {
 			collect(l)
 		}
 		if got >= inFlight {
@@ -86,8 +86,8 @@ func TestSIGKILLLeavesVerifiablePrefix(t *testing.T) {
 		t.Logf("round %d: killed after %d of %d responses", round, got, inFlight)
 
 		rep, r := verifyReport(t, state)
-		if r.code != 0 || !rep.OK {
-			t.Fatalf("round %d: the ledger left by SIGKILL does not verify: exit %d %+v\n%s", round, r.code, rep, r.stderr)
+		if r.Code != 0 || !rep.OK {
+			t.Fatalf("round %d: the ledger left by SIGKILL does not verify: exit %d %+v\n%s", round, r.Code, rep, r.Stderr)
 		}
 		es := showJSON(t, state)
 		checkLinearChain(t, es)

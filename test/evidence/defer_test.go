@@ -22,11 +22,11 @@ func TestDeferOutcome(t *testing.T) {
 			expectResult(t, g.call(fmt.Sprintf("c%d", i), tool, `{"path":"/a"}`), tool)
 		}
 		if code := g.finish(); code != 0 {
-			t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+			t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 		}
 		rep, r := verifyReport(t, state)
-		if r.code != 0 || !rep.OK || rep.OutcomeUnknown != 0 || rep.Size != 6 {
-			t.Fatalf("ledger verify: exit %d %+v\n%s", r.code, rep, r.stderr)
+		if r.Code != 0 || !rep.OK || rep.OutcomeUnknown != 0 || rep.Size != 6 {
+			t.Fatalf("ledger verify: exit %d %+v\n%s", r.Code, rep, r.Stderr)
 		}
 		for tool, c := range calls(t, showJSON(t, state)) {
 			if c.outcome == nil || c.receipt == nil {
@@ -44,8 +44,8 @@ func TestDeferOutcome(t *testing.T) {
 		}
 		g.kill()
 		rep, r := verifyReport(t, state)
-		if r.code != 0 || !rep.OK {
-			t.Fatalf("the ledger left by SIGKILL does not verify: exit %d %+v\n%s", r.code, rep, r.stderr)
+		if r.Code != 0 || !rep.OK {
+			t.Fatalf("the ledger left by SIGKILL does not verify: exit %d %+v\n%s", r.Code, rep, r.Stderr)
 		}
 		cs := callsAll(t, showJSON(t, state))
 		outcomes := 0

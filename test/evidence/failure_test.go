@@ -2,11 +2,10 @@ package evidencee2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,12 +58,12 @@ func needPrlimit(t *testing.T) {
 func (g *gw) waitStderr(s string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if strings.Contains(g.stderr.String(), s) {
+		if strings.Contains(g.Stderr.String(), s) {
 			return true
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return strings.Contains(g.stderr.String(), s)
+	return strings.Contains(g.Stderr.String(), s)
 }
 
 // TestLedgerWriteFailureFailsClosed: when the ledger cannot be written, the
@@ -81,19 +80,19 @@ func TestLedgerWriteFailureFailsClosed(t *testing.T) {
 			dlog := filepath.Join(t.TempDir(), "decisions.jsonl")
 			flags := []string{"--state", state, "--decision-log", dlog, "--event-source", "gatehouse://test/failure"}
 			if policy != "" {
-				flags = append(flags, "--policy", testdata(policy))
+				flags = append(flags, "--policy", harness.Testdata(policy))
 			}
 			g := startGW(t, []string{"prlimit", "--fsize=" + strconv.Itoa(fsizeLimit), "--"}, flags, []string{fakeBin, "--record", record})
 			g.handshake()
 			for _, id := range []string{"x1", "x2"} {
 				m := g.call(id, "echo", `{"a":1}`)
 				expectError(t, m, -32081, "call with an unwritable ledger")
-				if !strings.Contains(string(m.raw), "decision_not_recorded") {
-					t.Errorf("refusal does not say why: %s", m.raw)
+				if !strings.Contains(string(m.Raw), "decision_not_recorded") {
+					t.Errorf("refusal does not say why: %s", m.Raw)
 				}
 			}
 			if !g.waitStderr("ledger: write failed", 5*time.Second) {
-				t.Errorf("the ledger write error is not on stderr:\n%s", g.tail())
+				t.Errorf("the ledger write error is not on stderr:\n%s", g.Tail())
 			}
 			g.finish()
 			rec, err := os.ReadFile(record)
@@ -174,18 +173,18 @@ func TestLedgerWriteFailureFailOpen(t *testing.T) {
 	state := unwritableLedger(t)
 	record := filepath.Join(t.TempDir(), "record")
 	g := startGW(t, []string{"prlimit", "--fsize=" + strconv.Itoa(fsizeLimit), "--"},
-		[]string{"--state", state, "--policy", testdata("fail-open.yaml")}, []string{fakeBin, "--record", record})
+		[]string{"--state", state, "--policy", harness.Testdata("fail-open.yaml")}, []string{fakeBin, "--record", record})
 	g.handshake()
 	m := g.call("o1", "echo", `{"a":1}`)
 	if m.Error != nil && m.Error.Code == -32081 {
-		t.Fatalf("fail_open: the call was refused: %s", m.raw)
+		t.Fatalf("fail_open: the call was refused: %s", m.Raw)
 	}
 	expectError(t, m, -32082, "fail_open call whose outcome cannot be recorded")
 	if !strings.Contains(m.Error.Message, "could not be recorded") {
-		t.Errorf("-32082 does not say why: %s", m.raw)
+		t.Errorf("-32082 does not say why: %s", m.Raw)
 	}
 	if !g.waitStderr("ledger: write failed", 5*time.Second) {
-		t.Errorf("the ledger write error is not on stderr:\n%s", g.tail())
+		t.Errorf("the ledger write error is not on stderr:\n%s", g.Tail())
 	}
 	g.finish()
 	rec, err := os.ReadFile(record)
@@ -210,7 +209,7 @@ func TestLedgerWriteFailureRecovers(t *testing.T) {
 		[]string{"--state", state}, []string{fakeBin})
 	g.handshake()
 	expectError(t, g.call("r1", "echo", `{"a":1}`), -32081, "call with an unwritable ledger")
-	raise := exec.Command("prlimit", "--pid", strconv.Itoa(g.cmd.Process.Pid), "--fsize=unlimited:unlimited")
+	raise := exec.Command("prlimit", "--pid", strconv.Itoa(g.Cmd.Process.Pid), "--fsize=unlimited:unlimited")
 	if out, err := raise.CombinedOutput(); err != nil {
 		t.Skipf("cannot raise gatehouse's file size limit: %v: %s", err, out)
 	}
@@ -218,7 +217,7 @@ func TestLedgerWriteFailureRecovers(t *testing.T) {
 		expectResult(t, g.call(id, "echo", `{"a":1}`), "call after the ledger became writable")
 	}
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	verifyLedger(t, state)
 	es := showJSON(t, state)
@@ -273,7 +272,7 @@ func TestRefusedConfiguration(t *testing.T) {
 		{"postgres unreachable", []string{"--state", "postgres://gatehouse@127.0.0.1:1/none?sslmode=disable&connect_timeout=3"}, 78, "--state"},
 		// receipts.require needs the ledger.
 		{"no-ledger with require-receipts", []string{"--no-ledger", "--require-receipts", "verified"}, 78, "ledger"},
-		{"no-ledger with the policy's receipts.require", []string{"--no-ledger", "--policy", testdata("receipts-require.yaml")}, 78, "ledger"},
+		{"no-ledger with the policy's receipts.require", []string{"--no-ledger", "--policy", harness.Testdata("receipts-require.yaml")}, 78, "ledger"},
 		// The control: the same command with a usable configuration
 		// starts the server.
 		{"control", []string{"--state", okState, "--require-receipts", "present", "--receipt-keys", writeKeysFile(t, dir)}, 0, ""},
@@ -301,20 +300,7 @@ func TestRefusedConfiguration(t *testing.T) {
 // exit code and stderr.
 func runWrapNoInput(t *testing.T, flags, server []string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
-	defer cancel()
 	args := append(append(append([]string{"wrap"}, flags...), "--"), server...)
-	cmd := exec.CommandContext(ctx, gatehouseBin, args...)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
-	var se bytes.Buffer
-	cmd.Stderr = &se
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("gatehouse wrap did not exit within %v; stderr:\n%s", cliTimeout, se.String())
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), se.String()
+	r := ghIn(t, "", nil, args...)
+	return r.Code, r.Stderr
 }

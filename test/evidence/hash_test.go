@@ -40,7 +40,7 @@ func TestInputAndOutputHashes(t *testing.T) {
 		results[tool] = m.Result
 	}
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	verifyLedger(t, state)
 	recs := calls(t, showJSON(t, state))
@@ -89,7 +89,7 @@ func TestInexactNumberHasNoInputHash(t *testing.T) {
 		expectResult(t, g.call("n-"+name, tools[name], args), name)
 	}
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	verifyLedger(t, state)
 	out := mustGH(t, "ledger", "show", "--state", state, "--json")

@@ -25,7 +25,7 @@ func runCalls(t *testing.T, state, prefix string, tools ...string) {
 		expectResult(t, g.call(fmt.Sprintf("%s%d", prefix, i), tool, `{"k":"v"}`), tool)
 	}
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 }
 
@@ -50,8 +50,8 @@ func verifyReport(t testing.TB, state string) (verifyJSON, cliResult) {
 	t.Helper()
 	r := gh(t, "ledger", "verify", "--state", state, "--key", vkeyPath(), "--json")
 	var v verifyJSON
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		t.Fatalf("ledger verify --json printed %q (exit %d, stderr %q): %v", r.stdout, r.code, r.stderr, err)
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+		t.Fatalf("ledger verify --json printed %q (exit %d, stderr %q): %v", r.Stdout, r.Code, r.Stderr, err)
 	}
 	return v, r
 }
@@ -174,15 +174,15 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 					cp := copyLedger(t, state)
 					before, after := flipLeafByte(t, cp, seq, pos)
 					rep, r := verifyReport(t, cp)
-					if r.code != 1 || rep.OK || rep.Problem == nil {
-						t.Fatalf("byte %d of entry %d changed %q -> %q: ledger verify exit %d, report %+v", pos, seq, before, after, r.code, rep)
+					if r.Code != 1 || rep.OK || rep.Problem == nil {
+						t.Fatalf("byte %d of entry %d changed %q -> %q: ledger verify exit %d, report %+v", pos, seq, before, after, r.Code, rep)
 					}
 					if rep.Problem.Seq != seq {
 						t.Errorf("byte %d of entry %d changed %q -> %q: verify names entry %d (%s)", pos, seq, before, after, rep.Problem.Seq, rep.Problem.Reason)
 					}
 					txt := gh(t, "ledger", "verify", "--state", cp, "--key", vkeyPath())
-					if txt.code != 1 || !strings.Contains(txt.stdout+txt.stderr, fmt.Sprintf("entry %d:", seq)) {
-						t.Errorf("ledger verify (text) exit %d does not name entry %d:\n%s%s", txt.code, seq, txt.stdout, txt.stderr)
+					if txt.Code != 1 || !strings.Contains(txt.Stdout+txt.Stderr, fmt.Sprintf("entry %d:", seq)) {
+						t.Errorf("ledger verify (text) exit %d does not name entry %d:\n%s%s", txt.Code, seq, txt.Stdout, txt.Stderr)
 					}
 				})
 			}
@@ -223,8 +223,8 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 				}
 				db.Close()
 				rep, r := verifyReport(t, cp)
-				if r.code != 1 || rep.OK || rep.Problem == nil {
-					t.Fatalf("ledger verify: exit %d, %+v", r.code, rep)
+				if r.Code != 1 || rep.OK || rep.Problem == nil {
+					t.Fatalf("ledger verify: exit %d, %+v", r.Code, rep)
 				}
 				if c.wantSeq >= 0 && rep.Problem.Seq != c.wantSeq {
 					t.Errorf("verify names entry %d (%s), want %d", rep.Problem.Seq, rep.Problem.Reason, c.wantSeq)
@@ -246,15 +246,15 @@ func TestLedgerVerifyTamperAndProofs(t *testing.T) {
 	otherVkey := filepath.Join(otherKeys, "other-auditor.vkey")
 	// keys generate never overwrites.
 	vkeyBefore, _ := os.ReadFile(otherVkey)
-	if r := gh(t, "keys", "generate", "--name", "other-auditor", "--out", otherKeys); r.code != 1 {
-		t.Errorf("keys generate over existing keys: exit %d, want 1", r.code)
+	if r := gh(t, "keys", "generate", "--name", "other-auditor", "--out", otherKeys); r.Code != 1 {
+		t.Errorf("keys generate over existing keys: exit %d, want 1", r.Code)
 	}
 	if after, _ := os.ReadFile(otherVkey); string(after) != string(vkeyBefore) {
 		t.Errorf("keys generate overwrote %s", otherVkey)
 	}
 	// The whole ledger does not verify with another key.
-	if r := gh(t, "ledger", "verify", "--state", state, "--key", otherVkey); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "checkpoint") {
-		t.Errorf("ledger verify with another key: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r := gh(t, "ledger", "verify", "--state", state, "--key", otherVkey); r.Code != 1 || !strings.Contains(r.Stdout+r.Stderr, "checkpoint") {
+		t.Errorf("ledger verify with another key: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
 	t.Run("inclusion", func(t *testing.T) {
@@ -346,11 +346,11 @@ func verifyProofIn(t testing.TB, dir, key string, wantCode int, extra ...string)
 	t.Helper()
 	args := append([]string{"ledger", "verify-proof", "--key", key, "--proof", "proof.json"}, extra...)
 	r := ghIn(t, dir, []string{"XDG_STATE_HOME=" + filepath.Join(dir, "no-state")}, args...)
-	if r.code != wantCode {
-		t.Fatalf("verify-proof --key %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", key, r.code, wantCode, r.stdout, r.stderr)
+	if r.Code != wantCode {
+		t.Fatalf("verify-proof --key %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", key, r.Code, wantCode, r.Stdout, r.Stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "no-state")); err == nil {
 		t.Errorf("verify-proof created a state directory")
 	}
-	return r.stdout
+	return r.Stdout
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestLineageBothWays(t *testing.T) {
 		results[tool] = m
 	}
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	all := showJSON(t, state)
 	if len(all) != 2*len(tools) {
@@ -153,21 +154,21 @@ func TestDeniedCall(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(t.TempDir(), "ledger.db")
 	g := startGW(t, nil, []string{
-		"--state", state, "--policy", testdata("deny-unsigned.yaml"),
+		"--state", state, "--policy", harness.Testdata("deny-unsigned.yaml"),
 		"--receipt-keys", writeKeysFile(t, t.TempDir()), "--server-id", keyedID, "--require-receipts", "verified",
 	}, receiptServer(keyedID))
 	g.handshake()
 	m := g.call("d1", "unsigned", `{"a":1}`)
 	expectError(t, m, -32080, "denied call")
-	if !strings.Contains(string(m.raw), "deny_unsigned_tool") {
-		t.Errorf("denial does not name the rule: %s", m.raw)
+	if !strings.Contains(string(m.Raw), "deny_unsigned_tool") {
+		t.Errorf("denial does not name the rule: %s", m.Raw)
 	}
 	m = g.call("d2", "signed_ok", `{"a":1}`)
 	expectResult(t, m, "allowed call")
 	m = g.call("d3", "no_such_tool", `{"a":1}`)
 	expectError(t, m, -32080, "unknown tool")
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	verifyLedger(t, state)
 
@@ -258,7 +259,7 @@ func TestToolCallIDCorrelation(t *testing.T) {
 		expectResult(t, g.response(c.id), c.tool)
 	}
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	recs := calls(t, showJSON(t, state))
 	for _, c := range cases {

@@ -2,22 +2,17 @@ package evidencee2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/gatehouse-mcp/gatehouse/test/harness"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,20 +67,18 @@ func testMain(m *testing.M) int {
 // ---------------------------------------------------------------------------
 // A running gatehouse with a scripted client on its stdio.
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer = harness.SyncBuffer
-
+// gw is a running gatehouse with a scripted client on its stdio: the
+// shared driver (harness.Driver) and the responses read while the test
+// waited for another id.
 type gw struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan []byte
-	stderr *syncBuffer
-	done   chan struct{}
-	held   map[string]msg // responses read while waiting for another id
+	*harness.Driver
+	t    testing.TB
+	held map[string]msg // responses read while waiting for another id
 }
 
-// startGW starts `gatehouse [wrapper...] wrap FLAGS -- SERVER...`.
+// startGW starts `gatehouse [wrapper...] wrap FLAGS -- SERVER...`. Cleanup
+// kills gatehouse (not its server) if it has not exited exitTimeout after
+// its stdin closed.
 func startGW(t testing.TB, wrapper, flags, server []string) *gw {
 	t.Helper()
 	argv := append([]string(nil), wrapper...)
@@ -93,26 +86,14 @@ func startGW(t testing.TB, wrapper, flags, server []string) *gw {
 	argv = append(argv, flags...)
 	argv = append(argv, "--")
 	argv = append(argv, server...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
-	// The server inherits gatehouse's stderr: after a SIGKILL of gatehouse
-	// alone, Wait must not wait for the server to close it.
-	cmd.WaitDelay = 5 * time.Second
-	p, err := harness.StartProc(cmd, 4096, nil)
-	if err != nil {
-		t.Fatalf("start gatehouse: %v", err)
-	}
-	g := &gw{t: t, cmd: cmd, stdin: p.Stdin, lines: p.Lines, stderr: p.Stderr, done: p.Done, held: map[string]msg{}}
-	t.Cleanup(func() {
-		_ = g.stdin.Close()
-		select {
-		case <-g.done:
-		case <-time.After(exitTimeout):
-			_ = cmd.Process.Kill()
-			<-g.done
-		}
+	d := harness.Start(t, harness.Options{
+		Argv: argv, Env: []string{"XDG_STATE_HOME=" + stateHome},
+		// The server inherits gatehouse's stderr: after a SIGKILL of
+		// gatehouse alone, Wait must not wait for the server to close it.
+		WaitDelay:    5 * time.Second,
+		CleanupGrace: exitTimeout,
 	})
-	return g
+	return &gw{Driver: d, t: t, held: map[string]msg{}}
 }
 
 // receiptServer returns the command line of the receipt server with the
@@ -121,25 +102,12 @@ func receiptServer(serverID string, extra ...string) []string {
 	return append([]string{receiptBin, "--server-id", serverID, "--ed25519-seed-hex", seedHex}, extra...)
 }
 
-func (g *gw) send(line string) {
-	g.t.Helper()
-	if _, err := io.WriteString(g.stdin, line+"\n"); err != nil {
-		g.t.Fatalf("write to gatehouse: %v\nstderr:\n%s", err, g.tail())
-	}
-}
+// send writes line and a LF to gatehouse's stdin.
+func (g *gw) send(line string) { g.t.Helper(); g.SendLine(line) }
 
-// msg is a JSON-RPC message as the tests read it; ID keeps its raw text.
-type msg struct {
-	raw    []byte
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
+// msg is a JSON-RPC message as the tests read it; Raw is the line it
+// came in.
+type msg = harness.Msg
 
 // response returns the response whose raw id is id, waiting at most
 // readTimeout; responses to other ids read meanwhile are kept.
@@ -157,9 +125,9 @@ func (g *gw) responseWithin(id string, d time.Duration) msg {
 	deadline := time.After(d)
 	for {
 		select {
-		case l, ok := <-g.lines:
+		case l, ok := <-g.Lines:
 			if !ok {
-				g.t.Fatalf("gatehouse closed its stdout before the response to %s; stderr:\n%s", id, g.tail())
+				g.t.Fatalf("gatehouse closed its stdout before the response to %s; stderr:\n%s", id, g.Tail())
 			}
 			for _, m := range decodeLine(g.t, l) {
 				if m.Method != "" || m.ID == nil {
@@ -172,7 +140,7 @@ func (g *gw) responseWithin(id string, d time.Duration) msg {
 				return m
 			}
 		case <-deadline:
-			g.t.Fatalf("no response to %s within %v; stderr:\n%s", id, d, g.tail())
+			g.t.Fatalf("no response to %s within %v; stderr:\n%s", id, d, g.Tail())
 		}
 	}
 }
@@ -194,7 +162,7 @@ func decodeLine(t testing.TB, l []byte) []msg {
 		ms = append(ms, m)
 	}
 	for i := range ms {
-		ms[i].raw = l
+		ms[i].Raw = l
 	}
 	return ms
 }
@@ -207,12 +175,12 @@ func (g *gw) handshakeRevision(rev string) {
 	g.t.Helper()
 	g.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + rev + `","capabilities":{},"clientInfo":{"name":"evidence-e2e","version":"1"}}}`)
 	if m := g.response(`"init"`); m.Result == nil {
-		g.t.Fatalf("initialize failed: %s", m.raw)
+		g.t.Fatalf("initialize failed: %s", m.Raw)
 	}
 	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	g.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
 	if m := g.response(`"list"`); m.Result == nil {
-		g.t.Fatalf("tools/list failed: %s", m.raw)
+		g.t.Fatalf("tools/list failed: %s", m.Raw)
 	}
 }
 
@@ -232,82 +200,38 @@ func (g *gw) call(id, tool, args string) msg {
 // returns the exit code.
 func (g *gw) finish() int {
 	g.t.Helper()
-	_ = g.stdin.Close()
-	select {
-	case <-g.done:
-		return g.cmd.ProcessState.ExitCode()
-	case <-time.After(exitTimeout):
-		g.t.Fatalf("gatehouse did not exit within %v after client EOF; stderr:\n%s", exitTimeout, g.tail())
-	}
-	return -1
+	g.CloseStdin()
+	return g.Wait(exitTimeout)
 }
 
 // kill sends SIGKILL to gatehouse (not to its server) and waits for it.
-func (g *gw) kill() {
-	g.t.Helper()
-	_ = g.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-g.done:
-	case <-time.After(exitTimeout):
-		g.t.Fatalf("gatehouse survived SIGKILL")
-	}
-}
-
-func (g *gw) tail() string {
-	s := g.stderr.String()
-	if len(s) > 4000 {
-		s = "..." + s[len(s)-4000:]
-	}
-	return s
-}
+func (g *gw) kill() { g.t.Helper(); g.Kill(exitTimeout) }
 
 func expectResult(t testing.TB, m msg, what string) {
 	t.Helper()
 	if m.Result == nil || m.Error != nil {
-		t.Fatalf("%s: got %s, want a result", what, m.raw)
+		t.Fatalf("%s: got %s, want a result", what, m.Raw)
 	}
 }
 
 func expectError(t testing.TB, m msg, code int, what string) {
 	t.Helper()
 	if m.Error == nil || m.Error.Code != code {
-		t.Fatalf("%s: got %s, want error %d", what, m.raw, code)
+		t.Fatalf("%s: got %s, want error %d", what, m.Raw, code)
 	}
 }
 
 // ---------------------------------------------------------------------------
 // The gatehouse command line besides wrap.
 
-type cliResult struct {
-	stdout, stderr string
-	code           int
-}
+type cliResult = harness.CLIResult
 
 // gh runs `gatehouse ARGS...` in dir ("" for the test's directory) with
 // env added to the environment.
 func ghIn(t testing.TB, dir string, env []string, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gatehouseBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+stateHome), env...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	r := cliResult{stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("gatehouse %s: %v", strings.Join(args, " "), err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("gatehouse %s did not finish within %v", strings.Join(args, " "), cliTimeout)
-	}
-	return r
+	env = append([]string{"XDG_STATE_HOME=" + stateHome}, env...)
+	return harness.RunCLI(t, cliTimeout, dir, env, append([]string{gatehouseBin}, args...)...)
 }
 
 func gh(t testing.TB, args ...string) cliResult {
@@ -319,10 +243,10 @@ func gh(t testing.TB, args ...string) cliResult {
 func mustGH(t testing.TB, args ...string) string {
 	t.Helper()
 	r := gh(t, args...)
-	if r.code != 0 {
-		t.Fatalf("gatehouse %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("gatehouse %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
 	}
-	return r.stdout
+	return r.Stdout
 }
 
 // skeyPath and vkeyPath are the default checkpoint key pair, created by the
@@ -562,14 +486,6 @@ func jcsHash(t testing.TB, raw string) string {
 	}
 	sum := sha256.Sum256(v)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-func testdata(name string) string {
-	p, err := filepath.Abs(filepath.Join("testdata", name))
-	if err != nil {
-		panic(err)
-	}
-	return p
 }
 
 func copyFile(t testing.TB, from, to string) {

@@ -105,14 +105,14 @@ func runReplicas(t *testing.T, stateFlags []string, state string) {
 	}
 	for _, name := range replicas {
 		if code := gws[name].finish(); code != 0 {
-			t.Fatalf("%s exited %d; stderr:\n%s", name, code, gws[name].tail())
+			t.Fatalf("%s exited %d; stderr:\n%s", name, code, gws[name].Tail())
 		}
 	}
 
 	want := int64(len(replicas) * perReplica * 2)
 	rep, r := verifyReport(t, state)
-	if r.code != 0 || !rep.OK || rep.Size != want || !rep.SignaturesChecked || rep.Latest == nil || rep.Latest.Size != want {
-		t.Fatalf("ledger verify: exit %d, %+v (want %d entries, all covered by a signed checkpoint)\n%s", r.code, rep, want, r.stderr)
+	if r.Code != 0 || !rep.OK || rep.Size != want || !rep.SignaturesChecked || rep.Latest == nil || rep.Latest.Size != want {
+		t.Fatalf("ledger verify: exit %d, %+v (want %d entries, all covered by a signed checkpoint)\n%s", r.Code, rep, want, r.Stderr)
 	}
 	es := showJSON(t, state)
 	if int64(len(es)) != want {

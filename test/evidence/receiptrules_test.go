@@ -49,11 +49,11 @@ func TestReceiptRules(t *testing.T) {
 	m := g.call("c2", "bad_signature", `{"q":"x"}`)
 	expectError(t, m, -32082, "bad_signature")
 	if !strings.Contains(m.Error.Message, "the server's receipt does not verify") {
-		t.Errorf("-32082 does not give the rule's reason: %s", m.raw)
+		t.Errorf("-32082 does not give the rule's reason: %s", m.Raw)
 	}
 	expectResult(t, g.call("c3", "unsigned", `{"q":"x"}`), "unsigned")
 	if code := g.finish(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	recs := calls(t, showJSON(t, state))
 	for tool, want := range map[string]struct{ action, rule, warning string }{
@@ -78,7 +78,7 @@ func TestReceiptRules(t *testing.T) {
 	}
 	// Without the ledger there are no receipts to decide on: refused.
 	res := gh(t, "wrap", "--no-ledger", "--policy", pol, "--", receiptBin)
-	if res.code != 78 || !strings.Contains(res.stderr, "read receipt, which need the audit ledger") {
-		t.Errorf("--no-ledger with receipt rules: exit %d, stderr %s", res.code, res.stderr)
+	if res.Code != 78 || !strings.Contains(res.Stderr, "read receipt, which need the audit ledger") {
+		t.Errorf("--no-ledger with receipt rules: exit %d, stderr %s", res.Code, res.Stderr)
 	}
 }

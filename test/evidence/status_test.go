@@ -2,6 +2,7 @@ package evidencee2e
 
 import (
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,14 +95,14 @@ func TestVerificationStatuses(t *testing.T) {
 					if requireTable[req][c.status] == "deny" {
 						expectError(t, m, -32082, c.tool)
 						if !strings.Contains(m.Error.Message, "withheld") {
-							t.Errorf("%s: -32082 without a reason: %s", c.tool, m.raw)
+							t.Errorf("%s: -32082 without a reason: %s", c.tool, m.Raw)
 						}
 					} else {
 						expectResult(t, m, c.tool)
 					}
 				}
 				if code := g.finish(); code != 0 {
-					t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+					t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 				}
 				verifyLedger(t, state)
 				recs := calls(t, showJSON(t, state))
@@ -199,7 +200,7 @@ func checkStatusCase(t *testing.T, r *callRecord, c statusCase, req, serverID, g
 func TestPolicyReceiptsRequire(t *testing.T) {
 	t.Parallel()
 	keys := writeKeysFile(t, t.TempDir())
-	pol := testdata("receipts-require.yaml")
+	pol := harness.Testdata("receipts-require.yaml")
 	runs := []struct {
 		name     string
 		serverID string
@@ -229,7 +230,7 @@ func TestPolicyReceiptsRequire(t *testing.T) {
 				}
 			}
 			if code := g.finish(); code != 0 {
-				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.tail())
+				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 			}
 			recs := calls(t, showJSON(t, state))
 			for tool, action := range run.want {

@@ -1,8 +1,23 @@
 // Package harness is what the end-to-end test packages (test/relay,
-// test/receipts, test/evidence) share: a temporary directory holding the
-// binaries they drive, built once per test binary with `go build`, and an
-// XDG_STATE_HOME of its own so that every gatehouse the tests start keeps
-// its audit ledger and checkpoint key there, not in the user's home.
+// test/receipts, test/evidence, test/e2e) share:
+//
+//   - Setup: a temporary directory holding the binaries they drive, built
+//     once per test binary with `go build`, and an XDG_STATE_HOME of its
+//     own so that every gatehouse the tests start keeps its audit ledger
+//     and checkpoint key there, not in the user's home;
+//   - Start and Driver: one process (gatehouse wrap, or any command) with a
+//     scripted client on its stdio: exact bytes written to stdin, stdout
+//     read line by line with a deadline, stderr captured, the exit status
+//     waited for with a bound, and the process killed at cleanup;
+//   - RunCLI: a command run to completion under a deadline (gatehouse
+//     verify, ledger, keys);
+//   - small helpers several packages need: pid files and liveness
+//     (ReadPID, WaitPID, Alive, ExpectGone), files (ReadFile, SplitLines,
+//     Testdata) and JSON strings (JSONString, Str).
+//
+// What stays in each package is what is its own: the frames it sends, how
+// it matches responses, and the records (receipts, ledger entries) it
+// checks.
 package harness
 
 import (

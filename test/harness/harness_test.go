@@ -2,9 +2,9 @@ package harness
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestSetupBuildsAndIsolatesState(t *testing.T) {
@@ -48,27 +48,23 @@ func TestSyncBuffer(t *testing.T) {
 	}
 }
 
-// TestStartProcKeepsEveryLine: a process that writes and exits at once
+// TestDriverKeepsEveryLine: a process that writes and exits at once
 // loses no line (Wait runs only after stdout is drained), and Done closes.
-func TestStartProcKeepsEveryLine(t *testing.T) {
+func TestDriverKeepsEveryLine(t *testing.T) {
 	for round := range 20 {
-		cmd := exec.Command("/bin/sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done; printf tail`)
-		p, err := StartProc(cmd, 8192, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Stdin.Close()
-		<-p.Done
+		d := Start(t, Options{Argv: []string{"/bin/sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done; printf tail`}, LineBuffer: 8192})
+		d.CloseStdin()
+		<-d.Done
 		n, last := 0, ""
-		for l := range p.Lines {
+		for l := range d.Lines {
 			n++
 			last = string(l)
 		}
 		if n != 3001 || last != "tail" {
 			t.Fatalf("round %d: %d lines, last %q; want 3001 ending with the unterminated \"tail\"", round, n, last)
 		}
-		if p.Cmd.ProcessState == nil || p.Cmd.ProcessState.ExitCode() != 0 {
-			t.Fatalf("round %d: exit state %v", round, p.Cmd.ProcessState)
+		if got := d.Wait(time.Second); got != 0 {
+			t.Fatalf("round %d: exit code %d", round, got)
 		}
 	}
 }

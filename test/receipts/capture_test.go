@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"regexp"
 	"slices"
@@ -146,9 +147,9 @@ func TestCaptureSession(t *testing.T) {
 	frames := mainSession()
 	h := start(t, wrapRun{flags: f.flags(true), server: f.server()})
 	replies := h.play(script(frames))
-	h.closeStdin()
+	h.CloseStdin()
 	if code := h.wait(); code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.Tail())
 	}
 	for i, fr := range frames {
 		if fr.reply == "" || fr.reply == "*" {
@@ -174,7 +175,7 @@ func TestCaptureSession(t *testing.T) {
 			want.WriteString(fr.line)
 		}
 	}
-	for _, l := range splitLines(readFile(t, f.record)) {
+	for _, l := range harness.SplitLines(harness.ReadFile(t, f.record)) {
 		if privateID.MatchString(l) || strings.Contains(l, `"id":"sync-`) {
 			continue
 		}
@@ -185,10 +186,10 @@ func TestCaptureSession(t *testing.T) {
 	}
 
 	// Private: the receipts' contents are logged nowhere else.
-	if strings.Contains(h.stderr.String(), canary) {
+	if strings.Contains(h.Stderr.String(), canary) {
 		t.Errorf("stderr holds a request argument")
 	}
-	if bytes.Contains(readFile(t, f.log), []byte(canary)) {
+	if bytes.Contains(harness.ReadFile(t, f.log), []byte(canary)) {
 		t.Errorf("the decision log holds a request argument")
 	}
 
@@ -288,15 +289,15 @@ func checkReceipts(t *testing.T, f files, frames []frame) {
 				t.Errorf("metadata_pointer %s, want %s", r.MetadataPointer, wantPtr)
 			}
 			if w.meta {
-				if _, ok := pointer(t, r.RequestLine, str(r.MetadataPointer)); !ok {
+				if _, ok := pointer(t, r.RequestLine, harness.Str(r.MetadataPointer)); !ok {
 					t.Errorf("metadata_pointer %s does not resolve in request_line", r.MetadataPointer)
 				}
 			}
 			if w.strong != "" && w.meta && strings.Contains(fr.line, "claudecode/toolUseId") {
 				// RFC 6901: "/" in a key is escaped as "~1".
-				v, ok := pointer(t, r.RequestLine, str(r.MetadataPointer)+"/claudecode~1toolUseId")
+				v, ok := pointer(t, r.RequestLine, harness.Str(r.MetadataPointer)+"/claudecode~1toolUseId")
 				if !ok || v != w.strong {
-					t.Errorf("%s/claudecode~1toolUseId resolves to %v (%v), want %q", str(r.MetadataPointer), v, ok, w.strong)
+					t.Errorf("%s/claudecode~1toolUseId resolves to %v (%v), want %q", harness.Str(r.MetadataPointer), v, ok, w.strong)
 				}
 			}
 			wantVersion := "null"
@@ -316,14 +317,14 @@ func checkReceipts(t *testing.T, f files, frames []frame) {
 			if r.DecisionSHA256 != sha256hex([]byte(e.Raw)) {
 				t.Errorf("decision_sha256 %s is not the SHA-256 of the event line plus LF (%s)", r.DecisionSHA256, sha256hex([]byte(e.Raw)))
 			}
-			if e.Type != typeDecision || str(e.Data["tool"]) != w.tool || str(e.Data["decision"]) != w.decision {
+			if e.Type != typeDecision || harness.Str(e.Data["tool"]) != w.tool || harness.Str(e.Data["decision"]) != w.decision {
 				t.Errorf("references a %s event for tool %s, decision %s; want a tool decision for %s, %s", e.Type, e.Data["tool"], e.Data["decision"], w.tool, w.decision)
 			}
 			// The decision's projection collapses a missing and a null id.
 			if string(e.Data["rpc_id_present"]) != strconv.FormatBool(w.rpcIDPresent) || !sameID(e.Data["rpc_id"], w.rpcID) {
 				t.Errorf("decision rpc_id_present %s, rpc_id %s; want %v, %s", e.Data["rpc_id_present"], e.Data["rpc_id"], w.rpcIDPresent, w.rpcID)
 			}
-			strength, tcid := str(e.Data["tool_call_id_strength"]), str(e.Data["tool_call_id"])
+			strength, tcid := harness.Str(e.Data["tool_call_id_strength"]), harness.Str(e.Data["tool_call_id"])
 			switch {
 			case w.strong != "" && (strength != "strong" || tcid != w.strong):
 				t.Errorf("tool_call_id %q (%s), want the strong %q", tcid, strength, w.strong)
@@ -400,7 +401,7 @@ func TestReceiptsFileMode(t *testing.T) {
 				{line: toolCall("2", "echo", `{}`), reply: "2"},
 			})
 			if code != 0 {
-				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.tail())
+				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.Tail())
 			}
 			fi, err := os.Stat(f.receipts)
 			if err != nil {
@@ -443,7 +444,7 @@ func TestNoFileWithoutNonDiscoverFrame(t *testing.T) {
 			f := newFiles(t)
 			h, code := run(t, wrapRun{flags: f.flags(true), server: f.server()}, tt.script)
 			if code != 0 {
-				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.tail())
+				t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.Tail())
 			}
 			stop := sessionCapture(t, readEvents(t, f.log), typeStop)
 			if stop.State != "complete" || stop.Records == nil || *stop.Records != 0 {

@@ -21,10 +21,10 @@ func TestOrderlyEndsAreVerifiable(t *testing.T) {
 		code int
 	}{
 		{name: "the server exits by itself", code: 3, end: func(t *testing.T, h *gh) {
-			h.send(toolCall("9", "exit", `{"code":3}`))
+			h.Send(toolCall("9", "exit", `{"code":3}`))
 		}},
 		{name: "SIGTERM to gatehouse", code: 128 + int(syscall.SIGTERM), end: func(t *testing.T, h *gh) {
-			if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := h.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -37,7 +37,7 @@ func TestOrderlyEndsAreVerifiable(t *testing.T) {
 			h.play(verifySession())
 			tt.end(t, h)
 			if code := h.wait(); code != tt.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, h.tail())
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, h.Tail())
 			}
 			stop := sessionCapture(t, readEvents(t, f.log), typeStop)
 			recs, _ := readReceipts(t, f.receipts)
@@ -62,11 +62,11 @@ func TestUnterminatedLastLine(t *testing.T) {
 	h := start(t, wrapRun{flags: f.flags(true), server: f.server()})
 	h.play([]step{{line: initialize("1", "2025-06-18"), reply: "1"}})
 	last := strings.TrimSuffix(toolCall("2", "echo", `{"last":true}`), "\n")
-	h.send(last)
-	h.closeStdin()
+	h.Send(last)
+	h.CloseStdin()
 	h.readReply("2")
 	if code := h.wait(); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, h.tail())
+		t.Fatalf("exit %d; stderr:\n%s", code, h.Tail())
 	}
 	recs, diags := readReceipts(t, f.receipts)
 	if len(recs) != 1 || diags != 0 {
@@ -99,9 +99,9 @@ func TestBatchToolCallIsNotSilentlyOmitted(t *testing.T) {
 		// null, which the gateway relays: read it.
 		{line: `[` + strings.TrimSuffix(toolCall("4", "echo", `{"in":"batch"}`), "\n") + `]` + "\n", reply: "*"},
 	})
-	h.closeStdin()
+	h.CloseStdin()
 	if code := h.wait(); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, h.tail())
+		t.Fatalf("exit %d; stderr:\n%s", code, h.Tail())
 	}
 	evs := readEvents(t, f.log)
 	if n := len(eventsOf(evs, typeDecision)); n != 2 {
@@ -113,11 +113,11 @@ func TestBatchToolCallIsNotSilentlyOmitted(t *testing.T) {
 	if code != 1 {
 		t.Errorf("verify exit %d, want 1: a tool decision has no receipt", code)
 	}
-	if diags == 1 && stop.State == "incomplete" && strings.Contains(h.stderr.String(), stderrDiag) {
+	if diags == 1 && stop.State == "incomplete" && strings.Contains(h.Stderr.String(), stderrDiag) {
 		return
 	}
 	t.Errorf("the batch member's missing receipt is not reported as an incomplete capture: "+
-		"%d receipts, %d diagnostics, stop %v, verifier failed %v, stderr %q", len(recs), diags, stop, v.failed(), h.stderr.String())
+		"%d receipts, %d diagnostics, stop %v, verifier failed %v, stderr %q", len(recs), diags, stop, v.failed(), h.Stderr.String())
 }
 
 // TestDecisionLogFailureMarksCaptureIncomplete: when the decision event of
@@ -140,25 +140,25 @@ func TestDecisionLogFailureMarksCaptureIncomplete(t *testing.T) {
 	h.play([]step{{line: initialize("1", "2025-06-18"), reply: "1"}})
 	calls := 0
 	deadline := time.Now().Add(ioWait)
-	for !strings.Contains(h.stderr.String(), "decision log write failed") {
+	for !strings.Contains(h.Stderr.String(), "decision log write failed") {
 		if calls > 20 || time.Now().After(deadline) {
-			t.Fatalf("the decision log did not fail after %d calls; stderr:\n%s", calls, h.tail())
+			t.Fatalf("the decision log did not fail after %d calls; stderr:\n%s", calls, h.Tail())
 		}
 		calls++
 		h.play([]step{{line: toolCall(fmt.Sprint(calls+1), "echo", `{}`), reply: fmt.Sprint(calls + 1)}})
 	}
-	h.closeStdin()
+	h.CloseStdin()
 	h.wait()
 	decisions := len(eventsOf(readEventsLenient(t, f.log), typeDecision))
 	recs, diags := readReceipts(t, f.receipts)
 	if decisions >= calls || len(recs) != decisions {
 		t.Fatalf("%d calls, %d decision events, %d receipts: want fewer events than calls and one receipt per event", calls, decisions, len(recs))
 	}
-	if diags == 1 && strings.Contains(h.stderr.String(), stderrDiag) {
+	if diags == 1 && strings.Contains(h.Stderr.String(), stderrDiag) {
 		return
 	}
 	t.Errorf("a call without a decision event is not reported as an incomplete capture: "+
-		"%d calls, %d decision events, %d receipts, %d diagnostics; stderr:\n%s", calls, decisions, len(recs), diags, h.tail())
+		"%d calls, %d decision events, %d receipts, %d diagnostics; stderr:\n%s", calls, decisions, len(recs), diags, h.Tail())
 }
 
 // TestOversizedFirstFrameCreatesFile: the contract creates the file "when
@@ -175,7 +175,7 @@ func TestOversizedFirstFrameCreatesFile(t *testing.T) {
 		{line: toolCall("1", "echo", `{"pad":"`+strings.Repeat("a", 2000)+`"}`), reply: "1"},
 	})
 	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, h.tail())
+		t.Fatalf("exit %d; stderr:\n%s", code, h.Tail())
 	}
 	if exists(f.receipts) {
 		if recs, diags := readReceipts(t, f.receipts); len(recs) != 0 || diags != 0 {

@@ -3,6 +3,7 @@ package receiptse2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,7 +87,7 @@ func TestLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFiles(t)
-			policy := testdata("deny-delete.yaml")
+			policy := harness.Testdata("deny-delete.yaml")
 			if tt.policy != nil {
 				policy = tt.policy(t)
 			}
@@ -95,13 +96,13 @@ func TestLimits(t *testing.T) {
 			// initialized: the gateway fetches the catalog only after it.
 			steps := []step{{line: init + initialized, reply: `"init"`}}
 			for i, c := range tt.calls {
-				steps = append(steps, step{line: c, reply: decodeMsg([]byte(c)).IDText(fmt.Sprint(i + 1))})
+				steps = append(steps, step{line: c, reply: idText(decodeMsg([]byte(c)), fmt.Sprint(i+1))})
 			}
 			h := start(t, wrapRun{flags: flags, server: f.server()})
 			replies := h.play(steps)
-			h.closeStdin()
+			h.CloseStdin()
 			if code := h.wait(); code != 0 {
-				t.Fatalf("exit %d, want 0; stderr:\n%s", code, h.tail())
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, h.Tail())
 			}
 
 			// Forwarding is unaffected: every call answered, every
@@ -118,7 +119,7 @@ func TestLimits(t *testing.T) {
 				}
 			}
 			var got strings.Builder
-			for _, l := range splitLines(readFile(t, f.record)) {
+			for _, l := range harness.SplitLines(harness.ReadFile(t, f.record)) {
 				if !privateID.MatchString(l) && l != initialized {
 					got.WriteString(l)
 				}
@@ -134,7 +135,7 @@ func TestLimits(t *testing.T) {
 			}
 
 			// The prefix, then the diagnostic.
-			data := readFile(t, f.receipts)
+			data := harness.ReadFile(t, f.receipts)
 			recs, diags := readReceipts(t, f.receipts)
 			if len(recs) != tt.records {
 				t.Errorf("%d receipts, want %d", len(recs), tt.records)
@@ -145,7 +146,7 @@ func TestLimits(t *testing.T) {
 				}
 			}
 			stop := sessionCapture(t, evs, typeStop)
-			stderrCount := strings.Count(h.stderr.String(), stderrDiag+"\n")
+			stderrCount := strings.Count(h.Stderr.String(), stderrDiag+"\n")
 			if fi, err := os.Stat(f.receipts); err == nil && fi.Mode() != 0o600 {
 				t.Errorf("receipts file mode %v, want 0600", fi.Mode())
 			}
@@ -162,7 +163,7 @@ func TestLimits(t *testing.T) {
 				t.Errorf("%d diagnostic lines; the file must end with exactly %q", diags, diagnosticLine)
 			}
 			if stderrCount != 1 {
-				t.Errorf("stderr has %q %d times, want once:\n%s", stderrDiag, stderrCount, h.tail())
+				t.Errorf("stderr has %q %d times, want once:\n%s", stderrDiag, stderrCount, h.Tail())
 			}
 			if stop.State != "incomplete" || stop.Records == nil || *stop.Records != tt.records {
 				t.Errorf("stop capture %v, want incomplete with %d records", stop, tt.records)
@@ -178,8 +179,8 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// IDText returns the raw id of m, or def when it has none.
-func (m msg) IDText(def string) string {
+// idText returns the raw id of m, or def when it has none.
+func idText(m msg, def string) string {
 	if m.ID == nil {
 		return def
 	}
@@ -209,17 +210,17 @@ func TestSidecarWriteFailure(t *testing.T) {
 		steps = append(steps, step{line: c, reply: fmt.Sprint(i)})
 	}
 	replies := h.play(steps)
-	h.closeStdin()
+	h.CloseStdin()
 	if code := h.wait(); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, h.tail())
+		t.Fatalf("exit %d; stderr:\n%s", code, h.Tail())
 	}
 	for i, r := range replies[1:] {
 		if m := decodeMsg(r); m.Result == nil {
 			t.Errorf("call %d: response %.200q, want a result", i+1, r)
 		}
 	}
-	data := readFile(t, f.receipts)
-	lines := splitLines(data)
+	data := harness.ReadFile(t, f.receipts)
+	lines := harness.SplitLines(data)
 	// Each record is a little over 9,000 bytes: four fit under the
 	// limit, the fifth is cut off by it.
 	const whole = 4
@@ -240,8 +241,8 @@ func TestSidecarWriteFailure(t *testing.T) {
 			t.Errorf("after the prefix, a complete line that is not the diagnostic: %.200q", l)
 		}
 	}
-	if n := strings.Count(h.stderr.String(), stderrDiag+"\n"); n != 1 {
-		t.Errorf("stderr has %q %d times, want once:\n%s", stderrDiag, n, h.tail())
+	if n := strings.Count(h.Stderr.String(), stderrDiag+"\n"); n != 1 {
+		t.Errorf("stderr has %q %d times, want once:\n%s", stderrDiag, n, h.Tail())
 	}
 	evs := readEvents(t, f.log)
 	if n := len(eventsOf(evs, typeDecision)); n != len(calls) {

@@ -1,23 +1,16 @@
 package receiptse2e
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/gatehouse-mcp/gatehouse/test/harness"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,10 +32,10 @@ const (
 	diagnosticLine = `{"schema":"gatehouse.request_decision_receipt.v0","diagnostic":"capture_incomplete"}` + "\n"
 	stderrDiag     = "gatehouse: request receipts: capture incomplete"
 
-	typeDecision = "gatehouse.tool.decision.v1"
-	typeStart    = "gatehouse.session.start.v1"
-	typeStop     = "gatehouse.session.stop.v1"
-	typeRejected = "gatehouse.frame.rejected.v1"
+	typeDecision = harness.TypeDecision
+	typeStart    = harness.TypeSessionStart
+	typeStop     = harness.TypeSessionStop
+	typeRejected = harness.TypeRejected
 
 	// Exit codes of gatehouse wrap (README "Exit status").
 	exitGatewayFailure = 70
@@ -72,27 +65,7 @@ func testMain(m *testing.M) int {
 // expectation and the observation.
 func knownBug(t testing.TB, desc string) {
 	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("BUG: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	harness.SkipKnownBug(t, "BUG: "+desc)
 }
 
 // wrapRun describes one `gatehouse wrap` run in front of the fake server.
@@ -112,23 +85,18 @@ type wrapRun struct {
 	cred *syscall.Credential
 }
 
-// gh is a running gatehouse with a scripted client on its stdio.
+// gh is a running gatehouse with a scripted client on its stdio: the
+// shared driver (harness.Driver) and the receipts tests' own script
+// player.
 type gh struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	stdin  *os.File
-	lines  chan []byte
-	stderr *syncBuffer
-	done   chan struct{}
-
-	mu   sync.Mutex
-	sent bytes.Buffer // every byte the client wrote
-	got  bytes.Buffer // every byte the client received
+	*harness.Driver
+	t testing.TB
 }
 
-// start starts gatehouse. Every read the test makes has a deadline and
-// cleanup kills gatehouse if it is still running (the fake server dies
-// with it: it gets SIGKILL when gatehouse dies, and its stdin closes).
+// start starts gatehouse. Every send, read and wait the test makes is
+// bounded by ioWait, and cleanup kills gatehouse's process group if it has
+// not exited ioWait after its stdin closed (the fake server dies with it:
+// it gets SIGKILL when gatehouse dies, and its stdin closes).
 func start(t testing.TB, r wrapRun) *gh {
 	t.Helper()
 	argv := []string{gatehouseBin, "wrap"}
@@ -139,67 +107,11 @@ func start(t testing.TB, r wrapRun) *gh {
 	if r.umask != "" {
 		argv = append([]string{"/bin/sh", "-c", `umask ` + r.umask + ` && exec "$@"`, "sh"}, argv...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = r.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.cred}
-	// A pipe of our own rather than StdinPipe: its write end supports
-	// deadlines, so a send to a gatehouse that stopped reading fails
-	// instead of hanging.
-	stdinR, stdin, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &gh{t: t, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = h.stderr
-	err = cmd.Start()
-	stdinR.Close()
-	if err != nil {
-		stdin.Close()
-		t.Fatalf("start gatehouse: %v", err)
-	}
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		br := bufio.NewReaderSize(stdout, 1<<16)
-		for {
-			l, err := br.ReadBytes('\n')
-			if len(l) > 0 {
-				h.mu.Lock()
-				h.got.Write(l)
-				h.mu.Unlock()
-				h.lines <- l
-			}
-			if err != nil {
-				close(h.lines)
-				return
-			}
-		}
-	}()
-	go func() {
-		// Wait only after stdout is drained: Wait closes the pipe.
-		<-readerDone
-		_ = cmd.Wait()
-		close(h.done)
-	}()
-	t.Cleanup(func() {
-		_ = h.stdin.Close()
-		select {
-		case <-h.done:
-			return
-		case <-time.After(ioWait):
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-h.done:
-		case <-time.After(5 * time.Second):
-		}
+	d := harness.Start(t, harness.Options{
+		Argv: argv, Dir: r.dir, Setpgid: true, KillGroup: true, Cred: r.cred,
+		LineBuffer: 1024, SendTimeout: ioWait, CleanupGrace: ioWait,
 	})
-	return h
+	return &gh{Driver: d, t: t}
 }
 
 // run starts gatehouse, sends every frame of script in order (waiting for
@@ -209,7 +121,7 @@ func run(t testing.TB, r wrapRun, script []step) (*gh, int) {
 	t.Helper()
 	h := start(t, r)
 	h.play(script)
-	h.closeStdin()
+	h.CloseStdin()
 	return h, h.wait()
 }
 
@@ -229,13 +141,13 @@ func (h *gh) play(script []step) [][]byte {
 	h.t.Helper()
 	replies := make([][]byte, len(script))
 	for i, s := range script {
-		h.send(s.line)
+		h.Send(s.line)
 		switch s.reply {
 		case "*":
 			replies[i] = h.read()
 		case "":
 			id := fmt.Sprintf(`"sync-%d"`, i)
-			h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n")
+			h.Send(harness.Ping(id))
 			h.readReply(id)
 		default:
 			replies[i] = h.readReply(s.reply)
@@ -244,42 +156,9 @@ func (h *gh) play(script []step) [][]byte {
 	return replies
 }
 
-// send writes s to gatehouse's stdin as it is.
-func (h *gh) send(s string) {
-	h.t.Helper()
-	h.mu.Lock()
-	h.sent.WriteString(s)
-	h.mu.Unlock()
-	_ = h.stdin.SetWriteDeadline(time.Now().Add(ioWait))
-	if _, err := io.WriteString(h.stdin, s); err != nil {
-		h.t.Fatalf("write to gatehouse: %v\nstderr:\n%s", err, h.tail())
-	}
-}
-
-func (h *gh) closeStdin() { _ = h.stdin.Close() }
-
-// received returns every byte gatehouse wrote to the client so far.
-func (h *gh) received() []byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return bytes.Clone(h.got.Bytes())
-}
-
 // read returns the next line gatehouse wrote to its stdout, failing the
 // test after ioWait.
-func (h *gh) read() []byte {
-	h.t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if !ok {
-			h.t.Fatalf("gatehouse closed its stdout; stderr:\n%s", h.tail())
-		}
-		return l
-	case <-time.After(ioWait):
-		h.t.Fatalf("no line from gatehouse within %v; stderr:\n%s", ioWait, h.tail())
-	}
-	return nil
-}
+func (h *gh) read() []byte { h.t.Helper(); return h.Read(ioWait) }
 
 // readReply reads the response whose raw id is id, failing if another line
 // arrives first.
@@ -292,63 +171,20 @@ func (h *gh) readReply(id string) []byte {
 	return l
 }
 
-// expectNoLine fails if gatehouse writes a line within d.
-func (h *gh) expectNoLine(d time.Duration) {
-	h.t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if ok {
-			h.t.Fatalf("unexpected line from gatehouse: %.300q", l)
-		}
-	case <-time.After(d):
-	}
-}
+// wait waits for gatehouse to exit and returns its exit code, failing the
+// test after ioWait.
+func (h *gh) wait() int { h.t.Helper(); return h.Wait(ioWait) }
 
-// wait waits for gatehouse to exit and returns its exit code.
-func (h *gh) wait() int {
-	h.t.Helper()
-	select {
-	case <-h.done:
-		return h.cmd.ProcessState.ExitCode()
-	case <-time.After(ioWait):
-		h.t.Fatalf("gatehouse did not exit within %v; stderr:\n%s", ioWait, h.tail())
-	}
-	return 0
-}
+// msg is the part of a JSON-RPC message the tests look at.
+type msg = harness.Msg
 
-func (h *gh) tail() string {
-	s := h.stderr.String()
-	if len(s) > 4000 {
-		s = "..." + s[len(s)-4000:]
-	}
-	return s
-}
-
-// msg is the part of a JSON-RPC message the tests look at; ID keeps its
-// raw text.
-type msg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func decodeMsg(line []byte) msg {
-	var m msg
-	_ = json.Unmarshal(line, &m)
-	return m
-}
+func decodeMsg(line []byte) msg { return harness.DecodeMsg(line) }
 
 // Frames of the scripted client.
 
-func initialize(id, version string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"receipts-e2e","version":"0"}}}` + "\n"
-}
+func initialize(id, version string) string { return harness.Initialize(id, version, "receipts-e2e") }
 
-const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+const initialized = harness.Initialized
 
 func discover(id string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"server/discover"}` + "\n"
@@ -356,13 +192,7 @@ func discover(id string) string {
 
 // toolCall is a tools/call with the given raw id ("" for none), tool name
 // and raw arguments, terminated by LF.
-func toolCall(id, name, args string) string {
-	idPart := ""
-	if id != "" {
-		idPart = `"id":` + id + `,`
-	}
-	return `{"jsonrpc":"2.0",` + idPart + `"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}` + "\n"
-}
+func toolCall(id, name, args string) string { return harness.ToolCall(id, name, args) }
 
 // crlf replaces the LF terminator of line with CRLF.
 func crlf(line string) string { return strings.TrimSuffix(line, "\n") + "\r\n" }
@@ -397,7 +227,7 @@ func newFiles(t testing.TB) files {
 // flags returns the wrap flags of a run with receipts (when withReceipts)
 // and the test policy.
 func (f files) flags(withReceipts bool) []string {
-	fl := []string{"--policy", testdata("deny-delete.yaml"), "--decision-log", f.log, "--event-source", eventSource}
+	fl := []string{"--policy", harness.Testdata("deny-delete.yaml"), "--decision-log", f.log, "--event-source", eventSource}
 	if withReceipts {
 		fl = append(fl, "--request-receipts-out", f.receipts)
 	}
@@ -406,38 +236,9 @@ func (f files) flags(withReceipts bool) []string {
 
 func (f files) server() []string { return []string{"--record", f.record, "--marker", f.marker} }
 
-func testdata(name string) string {
-	p, err := filepath.Abs(filepath.Join("testdata", name))
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// splitLines splits b after every LF; a last line without LF is kept.
-func splitLines(b []byte) []string {
-	if len(b) == 0 {
-		return nil
-	}
-	ls := strings.SplitAfter(string(b), "\n")
-	if ls[len(ls)-1] == "" {
-		ls = ls[:len(ls)-1]
-	}
-	return ls
 }
 
 func sha256hex(b []byte) string {
@@ -479,11 +280,11 @@ var receiptFields = []string{
 // is returned separately (as its count).
 func readReceipts(t testing.TB, path string) (recs []receipt, diagnostics int) {
 	t.Helper()
-	b := readFile(t, path)
+	b := harness.ReadFile(t, path)
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Errorf("receipts file does not end in LF")
 	}
-	for i, l := range splitLines(b) {
+	for i, l := range harness.SplitLines(b) {
 		if l == diagnosticLine {
 			diagnostics++
 			continue
@@ -503,56 +304,19 @@ func readReceipts(t testing.TB, path string) (recs []receipt, diagnostics int) {
 
 // Decision log.
 
-// event is one decision-log event; Data keeps raw member values.
-type event struct {
-	SpecVersion string                     `json:"specversion"`
-	ID          string                     `json:"id"`
-	Source      string                     `json:"source"`
-	Type        string                     `json:"type"`
-	Time        string                     `json:"time"`
-	DataCT      string                     `json:"datacontenttype"`
-	Data        map[string]json.RawMessage `json:"data"`
-	Raw         string                     `json:"-"`
-}
+// event is one decision-log event.
+type event = harness.Event
 
-func readEvents(t testing.TB, path string) []event {
-	t.Helper()
-	var out []event
-	for i, l := range splitLines(readFile(t, path)) {
-		var e event
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatalf("decision log line %d: %v: %.300q", i+1, err, l)
-		}
-		e.Raw = l
-		out = append(out, e)
-	}
-	return out
-}
+func readEvents(t testing.TB, path string) []event { t.Helper(); return harness.ReadEvents(t, path) }
 
 // readEventsLenient is readEvents skipping lines that are not events (an
 // operator's line, a partial last line).
 func readEventsLenient(t testing.TB, path string) []event {
 	t.Helper()
-	var out []event
-	for _, l := range splitLines(readFile(t, path)) {
-		var e event
-		if json.Unmarshal([]byte(l), &e) == nil && e.Type != "" {
-			e.Raw = l
-			out = append(out, e)
-		}
-	}
-	return out
+	return harness.ReadEventsLenient(t, path)
 }
 
-func eventsOf(evs []event, typ string) []event {
-	var out []event
-	for _, e := range evs {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func eventsOf(evs []event, typ string) []event { return harness.EventsOf(evs, typ) }
 
 // capture is the capture member of a session event.
 type capture struct {
@@ -581,12 +345,6 @@ func sessionCapture(t testing.TB, evs []event, typ string) capture {
 		t.Fatalf("%s event has no capture object: %s", typ, es[0].Raw)
 	}
 	return c
-}
-
-func str(raw json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
 }
 
 // The verifier.
@@ -636,7 +394,7 @@ func stateOf(t testing.TB, path string) fileState {
 	if err != nil {
 		return fileState{}
 	}
-	return fileState{exists: true, sum: sha256hex(readFile(t, path)), mode: fi.Mode(), mtime: fi.ModTime(), size: fi.Size()}
+	return fileState{exists: true, sum: sha256hex(harness.ReadFile(t, path)), mode: fi.Mode(), mtime: fi.ModTime(), size: fi.Size()}
 }
 
 // verifyCapture runs `gatehouse verify capture --json` and returns its exit
@@ -691,52 +449,9 @@ func verifyCapture(t testing.TB, receiptsPath, logPath string) (int, verdict) {
 	return code, v
 }
 
-// runCLI runs gatehouse with args (no stdin) under a deadline.
+// runCLI runs gatehouse with args (no stdin) under a deadline of ioWait.
 func runCLI(t testing.TB, args ...string) (code int, stdout, stderr []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), ioWait)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gatehouseBin, args...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("gatehouse %v: %v", args, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("gatehouse %v did not finish within %v", args, ioWait)
-	}
-	return code, o.Bytes(), e.Bytes()
-}
-
-// Processes.
-
-func readPID(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
-}
-
-// alive reports whether pid is a live process (a zombie is not).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
+	r := harness.RunCLI(t, ioWait, "", nil, append([]string{gatehouseBin}, args...)...)
+	return r.Code, []byte(r.Stdout), []byte(r.Stderr)
 }

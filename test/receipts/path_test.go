@@ -1,6 +1,7 @@
 package receiptse2e
 
 import (
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,7 +109,7 @@ func TestRefusedPathNeverSpawns(t *testing.T) {
 			return f.receipts, f.log
 		}},
 		{name: "the policy file", want: "aliases", setup: func(t *testing.T, f files) (string, string) {
-			return testdata("deny-delete.yaml"), f.log
+			return harness.Testdata("deny-delete.yaml"), f.log
 		}},
 		{name: "without --decision-log", want: "requires --decision-log", noLog: true, setup: func(t *testing.T, f files) (string, string) {
 			return f.receipts, ""
@@ -120,12 +121,12 @@ func TestRefusedPathNeverSpawns(t *testing.T) {
 			f := newFiles(t)
 			receiptsArg, logArg := tt.setup(t, f)
 			before := snapshot(t, f.dir)
-			flags := []string{"--policy", testdata("deny-delete.yaml"), "--request-receipts-out", receiptsArg}
+			flags := []string{"--policy", harness.Testdata("deny-delete.yaml"), "--request-receipts-out", receiptsArg}
 			if !tt.noLog {
 				flags = append(flags, "--decision-log", logArg, "--event-source", eventSource)
 			}
 			h := start(t, wrapRun{dir: f.dir, flags: flags, server: f.server()})
-			h.closeStdin()
+			h.CloseStdin()
 			code := h.wait()
 			if code != exitConfig {
 				t.Errorf("exit %d, want %d (configuration refused)", code, exitConfig)
@@ -133,7 +134,7 @@ func TestRefusedPathNeverSpawns(t *testing.T) {
 			if exists(f.marker) {
 				t.Errorf("the server was started for a refused receipts path")
 			}
-			stderr := h.stderr.String()
+			stderr := h.Stderr.String()
 			if !strings.Contains(stderr, "gatehouse: --request-receipts-out") || !strings.Contains(stderr, tt.want) {
 				t.Errorf("stderr does not say --request-receipts-out ... %q:\n%s", tt.want, stderr)
 			}
@@ -179,10 +180,10 @@ func TestLookalikePathAccepted(t *testing.T) {
 			t.Parallel()
 			f := newFiles(t)
 			arg, physical := tt.setup(t, f)
-			flags := []string{"--policy", testdata("deny-delete.yaml"), "--decision-log", f.log, "--event-source", eventSource, "--request-receipts-out", arg}
+			flags := []string{"--policy", harness.Testdata("deny-delete.yaml"), "--decision-log", f.log, "--event-source", eventSource, "--request-receipts-out", arg}
 			h, code := run(t, wrapRun{dir: f.dir, flags: flags, server: f.server()}, []step{{line: toolCall("1", "echo", `{}`), reply: "1"}})
 			if code != 0 {
-				t.Fatalf("exit %d, want 0; stderr:\n%s", code, h.tail())
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, h.Tail())
 			}
 			if recs, _ := readReceipts(t, physical); len(recs) != 1 {
 				t.Errorf("%d receipts at %s, want 1", len(recs), physical)
@@ -230,24 +231,24 @@ func TestPathTakenAfterSpawn(t *testing.T) {
 			}
 			tt.plant(t, f.receipts)
 			before := snapshot(t, f.dir, f.record, f.log)
-			h.send(tt.trigger)
+			h.Send(tt.trigger)
 			code := h.wait()
 			if code != exitGatewayFailure {
 				t.Errorf("exit %d, want %d", code, exitGatewayFailure)
 			}
-			if got := string(h.received()); got != string(discReply) {
+			if got := string(h.Received()); got != string(discReply) {
 				t.Errorf("the client got %q after the discover reply", strings.TrimPrefix(got, string(discReply)))
 			}
-			if got := string(readFile(t, f.record)); got != disc {
+			if got := string(harness.ReadFile(t, f.record)); got != disc {
 				t.Errorf("the server received %q, want only %q (the frame must not be forwarded)", got, disc)
 			}
-			if pid := readPID(f.marker); pid == 0 || alive(pid) {
+			if pid := harness.ReadPID(f.marker); pid == 0 || harness.Alive(pid) {
 				t.Errorf("the server (pid %d) was not shut down", pid)
 			}
 			if after := snapshot(t, f.dir, f.record, f.log); after != before {
 				t.Errorf("the planted path was touched:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
-			stderr := h.stderr.String()
+			stderr := h.Stderr.String()
 			if !strings.Contains(stderr, f.receipts) || !strings.Contains(stderr, "taken") {
 				t.Errorf("stderr does not say the path was taken:\n%s", stderr)
 			}
@@ -265,7 +266,7 @@ func TestPathTakenAfterSpawn(t *testing.T) {
 // readReplyAfter sends line and reads the response to id.
 func (h *gh) readReplyAfter(line, id string) []byte {
 	h.t.Helper()
-	h.send(line)
+	h.Send(line)
 	return h.readReply(id)
 }
 
@@ -312,7 +313,7 @@ func snapshot(t *testing.T, dir string, skip ...string) string {
 			target, _ := os.Readlink(p)
 			b.WriteString(" -> " + target)
 		case fi.Mode().IsRegular():
-			b.WriteString(" " + sha256hex(readFile(t, p)))
+			b.WriteString(" " + sha256hex(harness.ReadFile(t, p)))
 		}
 		b.WriteString("\n")
 		return nil
@@ -356,14 +357,14 @@ func TestUnwritableParentRefused(t *testing.T) {
 		server: []string{"--marker", marker},
 		cred:   &syscall.Credential{Uid: nobody, Gid: nobody},
 	})
-	h.closeStdin()
+	h.CloseStdin()
 	if code := h.wait(); code != exitConfig {
-		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitConfig, h.tail())
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitConfig, h.Tail())
 	}
 	if exists(marker) {
 		t.Errorf("the server was started")
 	}
-	if stderr := h.stderr.String(); !strings.Contains(stderr, receipts) || !strings.Contains(stderr, "not writable") {
+	if stderr := h.Stderr.String(); !strings.Contains(stderr, receipts) || !strings.Contains(stderr, "not writable") {
 		t.Errorf("stderr does not say the directory is not writable:\n%s", stderr)
 	}
 	if exists(receipts) {

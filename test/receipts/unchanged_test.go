@@ -2,6 +2,7 @@ package receiptse2e
 
 import (
 	"encoding/json"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"regexp"
 	"slices"
@@ -31,8 +32,8 @@ func runMainSession(t *testing.T, withReceipts bool) sessionResult {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	return sessionResult{f: f, code: code, client: h.received(), server: readFile(t, f.record),
-		stderr: h.stderr.String(), events: readEvents(t, f.log), dirFiles: names}
+	return sessionResult{f: f, code: code, client: h.Received(), server: harness.ReadFile(t, f.record),
+		stderr: h.Stderr.String(), events: readEvents(t, f.log), dirFiles: names}
 }
 
 // Run-specific values normalised before comparing two runs. Everything
@@ -91,8 +92,8 @@ func TestReceiptsChangeNothingElse(t *testing.T) {
 	}
 	for i := range off.events {
 		a, b := off.events[i], on.events[i]
-		if a.Type != b.Type || a.SpecVersion != b.SpecVersion || a.Source != b.Source || a.DataCT != b.DataCT {
-			t.Errorf("event %d: envelope %s %s %s %s vs %s %s %s %s", i, a.Type, a.SpecVersion, a.Source, a.DataCT, b.Type, b.SpecVersion, b.Source, b.DataCT)
+		if a.Type != b.Type || a.SpecVersion != b.SpecVersion || a.Source != b.Source || a.DataContentType != b.DataContentType {
+			t.Errorf("event %d: envelope %s %s %s %s vs %s %s %s %s", i, a.Type, a.SpecVersion, a.Source, a.DataContentType, b.Type, b.SpecVersion, b.Source, b.DataContentType)
 			continue
 		}
 		if _, has := a.Data["capture"]; has {
@@ -122,7 +123,7 @@ func normaliseData(e event) string {
 		delete(d, "pid")
 		delete(d, "capture")
 	case typeDecision:
-		if str(d["tool_call_id_source"]) == "generated" {
+		if harness.Str(d["tool_call_id_source"]) == "generated" {
 			d["tool_call_id"] = json.RawMessage(`"gen_RANDOM"`)
 		}
 	}

@@ -3,6 +3,7 @@ package receiptse2e
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,12 +34,12 @@ func goodCapture(t *testing.T) (recs, log []string) {
 	f := newFiles(t)
 	h, code := run(t, wrapRun{flags: f.flags(true), server: f.server()}, verifySession())
 	if code != 0 {
-		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.tail())
+		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, h.Tail())
 	}
 	if code, v := verifyCapture(t, f.receipts, f.log); code != 0 {
 		t.Fatalf("the untampered capture is rejected (exit %d, %v):\n%s", code, v.failed(), v.Out)
 	}
-	return splitLines(readFile(t, f.receipts)), splitLines(readFile(t, f.log))
+	return harness.SplitLines(harness.ReadFile(t, f.receipts)), harness.SplitLines(harness.ReadFile(t, f.log))
 }
 
 // TestVerifierRejectsTampering runs the verifier on a good capture and on
@@ -53,7 +54,7 @@ func TestVerifierRejectsTampering(t *testing.T) {
 	if len(recA) != 5 || len(recB) != 5 {
 		t.Fatalf("%d and %d receipts, want 5 each", len(recA), len(recB))
 	}
-	if a, b := str(member(t, recA[0], "scope")), str(member(t, recB[0], "scope")); a == b {
+	if a, b := harness.Str(member(t, recA[0], "scope")), harness.Str(member(t, recB[0], "scope")); a == b {
 		t.Fatalf("two runs share the scope %s; it must be fresh per invocation", a)
 	}
 	// Indexes into logA: 0 start, 1..5 tool decisions, 6 stop.
@@ -65,7 +66,7 @@ func TestVerifierRejectsTampering(t *testing.T) {
 		_ = json.Unmarshal([]byte(line), &e)
 		return e.ID
 	}
-	refID := func(i int) string { return str(member(t, recA[i], "decision_event_id")) }
+	refID := func(i int) string { return harness.Str(member(t, recA[i], "decision_event_id")) }
 	logLineOf := func(id string) int {
 		for i, l := range logA {
 			if eventID(l) == id {
@@ -97,7 +98,7 @@ func TestVerifierRejectsTampering(t *testing.T) {
 			want: []string{"request_digest"}, exact: true},
 		{name: "edit a byte of request_sha256", rec: rep(recA, 1, flipHex(t, recA[1], "request_sha256")), log: logA,
 			want: []string{"request_digest"}, exact: true},
-		{name: "request_bytes off by one", rec: set(1, "request_bytes", strconv.Itoa(len(str(member(t, recA[1], "request_line")))+1)), log: logA,
+		{name: "request_bytes off by one", rec: set(1, "request_bytes", strconv.Itoa(len(harness.Str(member(t, recA[1], "request_line")))+1)), log: logA,
 			want: []string{"request_digest"}, exact: true},
 		{name: "edit a byte of a referenced decision event", rec: recA, log: rep(logA, dec1, strings.Replace(logA[dec1], `"time":"20`, `"time":"21`, 1)),
 			want: []string{"decision_reference"}, exact: true},
@@ -198,13 +199,13 @@ func TestKilledRunIsRejected(t *testing.T) {
 	f := newFiles(t)
 	h := start(t, wrapRun{flags: f.flags(true), server: f.server()})
 	h.play(verifySession()[:3])
-	if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(h.Cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	h.wait()
 	// The fake server gets SIGKILL when gatehouse dies (Pdeathsig).
 	deadline := time.Now().Add(ioWait)
-	for pid := readPID(f.marker); pid > 0 && alive(pid) && time.Now().Before(deadline); {
+	for pid := harness.ReadPID(f.marker); pid > 0 && harness.Alive(pid) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := len(eventsOf(readEvents(t, f.log), typeStop)); n != 0 {
@@ -270,7 +271,7 @@ func marshalLine(t *testing.T, v any) string {
 // flipHex changes the first hex digit of a digest member.
 func flipHex(t *testing.T, line, key string) string {
 	t.Helper()
-	d := str(member(t, line, key))
+	d := harness.Str(member(t, line, key))
 	c := byte('0')
 	if d[0] == '0' {
 		c = '1'
@@ -283,7 +284,7 @@ func flipHex(t *testing.T, line, key string) string {
 // request that only the recomputations can notice.
 func rewriteRequest(t *testing.T, line, old, new string) string {
 	t.Helper()
-	req := strings.Replace(str(member(t, line, "request_line")), old, new, 1)
+	req := strings.Replace(harness.Str(member(t, line, "request_line")), old, new, 1)
 	line = setMember(t, line, "request_line", marshalLine(t, req)[:len(marshalLine(t, req))-1])
 	line = setMember(t, line, "request_bytes", strconv.Itoa(len(req)))
 	return setMember(t, line, "request_sha256", strconv.Quote(sha256hex([]byte(req))))

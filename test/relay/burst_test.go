@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,12 +34,12 @@ func runBurst(t *testing.T, n int, log string, wrapper []string) (map[string]msg
 	record := filepath.Join(t.TempDir(), "record")
 	h := startGH(t, run{
 		wrapper: wrapper,
-		flags:   []string{"--no-ledger", "--policy", testdata("fail-closed.yaml"), "--decision-log", log, "--event-source", eventSource},
+		flags:   []string{"--no-ledger", "--policy", harness.Testdata("fail-closed.yaml"), "--decision-log", log, "--event-source", eventSource},
 		server:  []string{"--record", record},
 	})
 	h.handshake("2025-06-18")
 	frames, ids := burstCalls(n)
-	h.send(frames)
+	h.Send(frames)
 	got := map[string]msg{}
 	for len(got) < n {
 		m := decode(h.read(10 * time.Second))
@@ -49,8 +50,8 @@ func runBurst(t *testing.T, n int, log string, wrapper []string) (map[string]msg
 			t.Fatalf("no response for %s: %v", id, got)
 		}
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	return got, readFile(t, log), readFile(t, record)
 }
 

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,14 +21,14 @@ func TestServerArgsLiteral(t *testing.T) {
 	marker := filepath.Join(dir, odd)
 	banner := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"  two  spaces $HOME $(id) *"}}`
 	h := startGH(t, run{server: []string{"--marker", marker, "--banner", banner}})
-	h.killAtCleanup(marker)
+	h.KillAtCleanup(marker)
 	if got := h.read(5 * time.Second); got != banner+"\n" {
 		t.Errorf("banner arrived as %q, want %q", got, banner+"\n")
 	}
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	if code := h.wait(5 * time.Second); code != 0 {
-		t.Errorf("exit code %d, want 0\n%s", code, h.tail())
+	h.CloseStdin()
+	if code := h.Wait(5 * time.Second); code != 0 {
+		t.Errorf("exit code %d, want 0\n%s", code, h.Tail())
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the server did not get the literal argument %q: %v", marker, err)
@@ -55,9 +56,9 @@ func TestServerEnvironmentInherited(t *testing.T) {
 		command: []string{"/bin/sh", "-c", `printf '%s' "$GATEHOUSE_RELAY_TEST_VAR" > "$1"; exec "$2"`, "sh", envFile, fakeBin},
 	})
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	if code := h.wait(5 * time.Second); code != 0 {
-		t.Errorf("exit code %d\n%s", code, h.tail())
+	h.CloseStdin()
+	if code := h.Wait(5 * time.Second); code != 0 {
+		t.Errorf("exit code %d\n%s", code, h.Tail())
 	}
 	if got := readFile(t, envFile); got != value {
 		t.Errorf("server saw GATEHOUSE_RELAY_TEST_VAR=%q, want %q", got, value)
@@ -71,11 +72,11 @@ func TestServerStderrDrained(t *testing.T) {
 	t.Parallel()
 	h := startGH(t, run{server: []string{"--stderr-lines", "200000"}})
 	expectResult(t, h.call(initialize("1", "2025-06-18"), "1"), "1")
-	h.closeStdin()
-	if code := h.wait(10 * time.Second); code != 0 {
+	h.CloseStdin()
+	if code := h.Wait(10 * time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	errOut := h.stderr.String()
+	errOut := h.Stderr.String()
 	for _, want := range []string{"fakeserver: stderr line 1 of 200000\n", "fakeserver: stderr line 200000 of 200000\n"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("gatehouse's stderr lacks the server's %q", want)
@@ -90,7 +91,7 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.yaml")
-	data, err := os.ReadFile(testdata("deny-delete.yaml"))
+	data, err := os.ReadFile(harness.Testdata("deny-delete.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 		want  []string // substrings of stderr
 	}{
 		{"policy with a bad rule names file, line and rule",
-			[]string{"--policy", testdata("bad-rule.yaml")}, []string{"bad-rule.yaml:13", "rule broken_rule"}},
+			[]string{"--policy", harness.Testdata("bad-rule.yaml")}, []string{"bad-rule.yaml:13", "rule broken_rule"}},
 		{"missing policy file",
 			[]string{"--policy", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
 		{"decision log directory missing",
@@ -166,15 +167,15 @@ func TestRefusedConfigNeverSpawns(t *testing.T) {
 			t.Parallel()
 			marker := filepath.Join(t.TempDir(), "marker")
 			h := startGH(t, run{flags: tt.flags, server: []string{"--marker", marker}})
-			h.killAtCleanup(marker)
-			code := h.wait(10 * time.Second)
+			h.KillAtCleanup(marker)
+			code := h.Wait(10 * time.Second)
 			if code != 78 {
-				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.tail())
+				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.Tail())
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Errorf("the server was spawned for a refused configuration")
 			}
-			errOut := h.stderr.String()
+			errOut := h.Stderr.String()
 			for _, w := range tt.want {
 				if !strings.Contains(errOut, w) {
 					t.Errorf("stderr does not mention %q:\n%s", w, errOut)
@@ -265,14 +266,14 @@ func TestOutputNeverAliasesLedgerFiles(t *testing.T) {
 			}
 			marker := filepath.Join(t.TempDir(), "marker")
 			h := startGH(t, run{flags: flags, server: []string{"--marker", marker}, env: []string{"XDG_STATE_HOME=" + state}})
-			h.killAtCleanup(marker)
-			if code := h.wait(10 * time.Second); code != 78 {
-				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.tail())
+			h.KillAtCleanup(marker)
+			if code := h.Wait(10 * time.Second); code != 78 {
+				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.Tail())
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Errorf("the server was spawned for a refused configuration")
 			}
-			if errOut := h.stderr.String(); !strings.Contains(errOut, tt.flag) || !strings.Contains(errOut, "is the same file as") && !strings.Contains(errOut, "aliases") {
+			if errOut := h.Stderr.String(); !strings.Contains(errOut, tt.flag) || !strings.Contains(errOut, "is the same file as") && !strings.Contains(errOut, "aliases") {
 				t.Errorf("stderr does not say that %s is the same file as another:\n%s", tt.flag, errOut)
 			}
 			if got, _ := os.ReadFile(files[tt.target]); string(got) != "kept: "+tt.target+"\n" {
@@ -296,9 +297,9 @@ func TestStateOpenedAsResolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startGH(t, run{flags: []string{"--state", dir + "/lnk/../ledger.db"}})
-	h.closeStdin()
-	if code := h.wait(10 * time.Second); code != 0 {
-		t.Fatalf("exit %d\n%s", code, h.tail())
+	h.CloseStdin()
+	if code := h.Wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, h.Tail())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "real", "a", "ledger.db")); err != nil {
 		t.Errorf("the ledger is not where the kernel resolves --state: %v", err)
@@ -321,14 +322,14 @@ func TestStateWithUnknownScheme(t *testing.T) {
 			dir := t.TempDir()
 			marker := filepath.Join(t.TempDir(), "marker")
 			h := startGH(t, run{flags: []string{"--state", state}, server: []string{"--marker", marker}, dir: dir})
-			h.killAtCleanup(marker)
-			if code := h.wait(10 * time.Second); code != 78 {
-				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.tail())
+			h.KillAtCleanup(marker)
+			if code := h.Wait(10 * time.Second); code != 78 {
+				t.Errorf("exit code %d, want 78 (configuration refused)\n%s", code, h.Tail())
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Errorf("the server was spawned for a refused configuration")
 			}
-			errOut := h.stderr.String()
+			errOut := h.Stderr.String()
 			if !strings.Contains(errOut, "not a ledger location") || strings.Contains(errOut, "hunter2") {
 				t.Errorf("stderr should name the scheme and never the password:\n%s", errOut)
 			}
@@ -342,9 +343,9 @@ func TestStateWithUnknownScheme(t *testing.T) {
 	for _, state := range []string{"./mysql:x.db", "ledger-2026-11-30T18:38:00.db"} {
 		dir := t.TempDir()
 		h := startGH(t, run{flags: []string{"--state", state}, dir: dir})
-		h.closeStdin()
-		if code := h.wait(10 * time.Second); code != 0 {
-			t.Fatalf("--state %s: exit %d\n%s", state, code, h.tail())
+		h.CloseStdin()
+		if code := h.Wait(10 * time.Second); code != 0 {
+			t.Fatalf("--state %s: exit %d\n%s", state, code, h.Tail())
 		}
 		if _, err := os.Stat(filepath.Join(dir, state)); err != nil {
 			t.Errorf("--state %s: %v", state, err)
@@ -393,15 +394,15 @@ func TestUnwritableDecisionLogDir(t *testing.T) {
 		r.cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}
 	h := startGH(t, r)
-	h.killAtCleanup(marker)
-	if code := h.wait(10 * time.Second); code != 78 {
-		t.Errorf("exit code %d, want 78\n%s", code, h.tail())
+	h.KillAtCleanup(marker)
+	if code := h.Wait(10 * time.Second); code != 78 {
+		t.Errorf("exit code %d, want 78\n%s", code, h.Tail())
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the server was spawned")
 	}
-	if !strings.Contains(h.stderr.String(), "readonly") {
-		t.Errorf("stderr does not name the directory:\n%s", h.tail())
+	if !strings.Contains(h.Stderr.String(), "readonly") {
+		t.Errorf("stderr does not name the directory:\n%s", h.Tail())
 	}
 	// A decision log file that exists but cannot be written is refused too.
 	roFile := filepath.Join(base, "readonly.jsonl")
@@ -414,9 +415,9 @@ func TestUnwritableDecisionLogDir(t *testing.T) {
 	r2 := r
 	r2.flags = []string{"--decision-log", roFile, "--event-source", eventSource}
 	h = startGH(t, r2)
-	h.killAtCleanup(marker)
-	if code := h.wait(10 * time.Second); code != 78 {
-		t.Errorf("read-only decision log file: exit code %d, want 78\n%s", code, h.tail())
+	h.KillAtCleanup(marker)
+	if code := h.Wait(10 * time.Second); code != 78 {
+		t.Errorf("read-only decision log file: exit code %d, want 78\n%s", code, h.Tail())
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("read-only decision log file: the server was spawned")
@@ -425,11 +426,11 @@ func TestUnwritableDecisionLogDir(t *testing.T) {
 	// so the refusal above is about the directory.
 	r.flags = []string{"--decision-log", filepath.Join(base, "log.jsonl"), "--event-source", eventSource}
 	h = startGH(t, r)
-	h.killAtCleanup(marker)
+	h.KillAtCleanup(marker)
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	if code := h.wait(10 * time.Second); code != 0 {
-		t.Errorf("control run: exit code %d\n%s", code, h.tail())
+	h.CloseStdin()
+	if code := h.Wait(10 * time.Second); code != 0 {
+		t.Errorf("control run: exit code %d\n%s", code, h.Tail())
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("control run: the server did not start")
@@ -448,8 +449,8 @@ func TestUsageErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := startGH(t, run{raw: args})
-			if code := h.wait(10 * time.Second); code != 64 {
-				t.Errorf("exit code %d, want 64\n%s", code, h.tail())
+			if code := h.Wait(10 * time.Second); code != 64 {
+				t.Errorf("exit code %d, want 64\n%s", code, h.Tail())
 			}
 		})
 	}
@@ -466,19 +467,19 @@ func TestExitStatusIsServers(t *testing.T) {
 		dir := t.TempDir()
 		gc := filepath.Join(dir, "grandchild")
 		h := startGH(t, run{flags: []string{"--shutdown-grace", "10s"}, server: []string{"--grandchild", gc}})
-		h.killAtCleanup(gc)
+		h.KillAtCleanup(gc)
 		h.handshake("2025-06-18")
-		gpid := waitPID(t, gc, 5*time.Second)
-		h.send(toolCall("9", "exit", `{"code":7}`))
+		gpid := harness.WaitPID(t, gc, 5*time.Second)
+		h.Send(toolCall("9", "exit", `{"code":7}`))
 		start := time.Now()
-		code := h.wait(5 * time.Second)
+		code := h.Wait(5 * time.Second)
 		if code != 7 {
-			t.Errorf("exit code %d, want the server's 7\n%s", code, h.tail())
+			t.Errorf("exit code %d, want the server's 7\n%s", code, h.Tail())
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("gatehouse took %v to end after the server exited", d)
 		}
-		expectGone(t, "the server's grandchild", gpid, 2*time.Second)
+		harness.ExpectGone(t, "the server's grandchild", gpid, 2*time.Second)
 	})
 	t.Run("server exits by itself", func(t *testing.T) {
 		t.Parallel()
@@ -486,24 +487,24 @@ func TestExitStatusIsServers(t *testing.T) {
 		gc := filepath.Join(dir, "grandchild")
 		marker := filepath.Join(dir, "marker")
 		h := startGH(t, run{flags: []string{"--shutdown-grace", "10s"}, server: []string{"--exit-after-ms", "500", "--exit-code", "3", "--grandchild", gc, "--marker", marker}})
-		h.killAtCleanup(gc, marker)
+		h.KillAtCleanup(gc, marker)
 		expectResult(t, h.call(ping("1"), "1"), "1")
-		gpid := waitPID(t, gc, 5*time.Second)
-		spid := waitPID(t, marker, 5*time.Second)
-		code := h.wait(2500 * time.Millisecond) // 500 ms + a couple of seconds
+		gpid := harness.WaitPID(t, gc, 5*time.Second)
+		spid := harness.WaitPID(t, marker, 5*time.Second)
+		code := h.Wait(2500 * time.Millisecond) // 500 ms + a couple of seconds
 		if code != 3 {
-			t.Errorf("exit code %d, want the server's 3\n%s", code, h.tail())
+			t.Errorf("exit code %d, want the server's 3\n%s", code, h.Tail())
 		}
-		expectGone(t, "the server", spid, 2*time.Second)
-		expectGone(t, "the server's grandchild", gpid, 2*time.Second)
+		harness.ExpectGone(t, "the server", spid, 2*time.Second)
+		harness.ExpectGone(t, "the server's grandchild", gpid, 2*time.Second)
 	})
 	t.Run("exit code at client EOF", func(t *testing.T) {
 		t.Parallel()
 		h := startGH(t, run{server: []string{"--exit-code", "5"}})
 		expectResult(t, h.call(ping("1"), "1"), "1")
-		h.closeStdin()
-		if code := h.wait(5 * time.Second); code != 5 {
-			t.Errorf("exit code %d, want 5\n%s", code, h.tail())
+		h.CloseStdin()
+		if code := h.Wait(5 * time.Second); code != 5 {
+			t.Errorf("exit code %d, want 5\n%s", code, h.Tail())
 		}
 	})
 }
@@ -525,11 +526,11 @@ func TestUnstartableCommand(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := startGH(t, run{command: argv})
-			if code := h.wait(10 * time.Second); code != 69 {
-				t.Errorf("exit code %d, want 69\n%s", code, h.tail())
+			if code := h.Wait(10 * time.Second); code != 69 {
+				t.Errorf("exit code %d, want 69\n%s", code, h.Tail())
 			}
-			if !strings.Contains(h.stderr.String(), filepath.Base(argv[0])) {
-				t.Errorf("stderr does not name the command:\n%s", h.tail())
+			if !strings.Contains(h.Stderr.String(), filepath.Base(argv[0])) {
+				t.Errorf("stderr does not name the command:\n%s", h.Tail())
 			}
 		})
 	}
@@ -549,21 +550,21 @@ func TestServerKilledBySignal(t *testing.T) {
 			marker := filepath.Join(dir, "marker")
 			gc := filepath.Join(dir, "grandchild")
 			h := startGH(t, run{server: []string{"--marker", marker, "--grandchild", gc}})
-			h.killAtCleanup(marker, gc)
+			h.KillAtCleanup(marker, gc)
 			expectResult(t, h.call(ping("1"), "1"), "1")
-			spid := waitPID(t, marker, 5*time.Second)
-			gpid := waitPID(t, gc, 5*time.Second)
+			spid := harness.WaitPID(t, marker, 5*time.Second)
+			gpid := harness.WaitPID(t, gc, 5*time.Second)
 			if err := syscall.Kill(spid, tc.sig); err != nil {
 				t.Fatal(err)
 			}
-			code := h.wait(5 * time.Second)
+			code := h.Wait(5 * time.Second)
 			if code != 128+int(tc.sig) {
 				t.Errorf("exit code %d, want %d", code, 128+int(tc.sig))
 			}
-			if !strings.Contains(h.stderr.String(), "signal") || !strings.Contains(h.stderr.String(), tc.name) {
-				t.Errorf("stderr does not say the server was killed by %s:\n%s", tc.name, h.tail())
+			if !strings.Contains(h.Stderr.String(), "signal") || !strings.Contains(h.Stderr.String(), tc.name) {
+				t.Errorf("stderr does not say the server was killed by %s:\n%s", tc.name, h.Tail())
 			}
-			expectGone(t, "the server's grandchild", gpid, 2*time.Second)
+			harness.ExpectGone(t, "the server's grandchild", gpid, 2*time.Second)
 		})
 	}
 }
@@ -592,22 +593,22 @@ func TestShutdownOnClientEOF(t *testing.T) {
 			gc := filepath.Join(dir, "grandchild")
 			marker := filepath.Join(dir, "marker")
 			h := startGH(t, run{flags: []string{"--shutdown-grace", grace.String()}, server: append([]string{"--grandchild", gc, "--marker", marker}, tt.server...)})
-			h.killAtCleanup(gc, marker)
+			h.KillAtCleanup(gc, marker)
 			expectResult(t, h.call(ping("1"), "1"), "1")
-			gpid := waitPID(t, gc, 5*time.Second)
-			spid := waitPID(t, marker, 5*time.Second)
+			gpid := harness.WaitPID(t, gc, 5*time.Second)
+			spid := harness.WaitPID(t, marker, 5*time.Second)
 			start := time.Now()
-			h.closeStdin()
-			code := h.wait(10 * time.Second)
+			h.CloseStdin()
+			code := h.Wait(10 * time.Second)
 			d := time.Since(start)
 			if code != tt.code {
-				t.Errorf("exit code %d, want %d\n%s", code, tt.code, h.tail())
+				t.Errorf("exit code %d, want %d\n%s", code, tt.code, h.Tail())
 			}
 			if d < tt.min || d > tt.max {
 				t.Errorf("gatehouse exited %v after client EOF, want between %v and %v", d, tt.min, tt.max)
 			}
-			expectGone(t, "the server", spid, 2*time.Second)
-			expectGone(t, "the server's grandchild", gpid, 2*time.Second)
+			harness.ExpectGone(t, "the server", spid, 2*time.Second)
+			harness.ExpectGone(t, "the server's grandchild", gpid, 2*time.Second)
 		})
 	}
 }
@@ -623,21 +624,21 @@ func TestSignalsReachServerGroup(t *testing.T) {
 			gc := filepath.Join(dir, "grandchild")
 			marker := filepath.Join(dir, "marker")
 			h := startGH(t, run{flags: []string{"--shutdown-grace", "5s"}, server: []string{"--grandchild", gc, "--marker", marker}})
-			h.killAtCleanup(gc, marker)
+			h.KillAtCleanup(gc, marker)
 			expectResult(t, h.call(ping("1"), "1"), "1")
-			gpid := waitPID(t, gc, 5*time.Second)
-			spid := waitPID(t, marker, 5*time.Second)
+			gpid := harness.WaitPID(t, gc, 5*time.Second)
+			spid := harness.WaitPID(t, marker, 5*time.Second)
 			start := time.Now()
-			h.signal(sig)
-			code := h.wait(4 * time.Second) // well before the 5 s grace
+			h.Signal(sig)
+			code := h.Wait(4 * time.Second) // well before the 5 s grace
 			if code != 128+int(sig) {
-				t.Errorf("exit code %d, want %d (the server died of the forwarded signal)\n%s", code, 128+int(sig), h.tail())
+				t.Errorf("exit code %d, want %d (the server died of the forwarded signal)\n%s", code, 128+int(sig), h.Tail())
 			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v", d)
 			}
-			expectGone(t, "the server", spid, 2*time.Second)
-			expectGone(t, "the server's grandchild", gpid, 2*time.Second)
+			harness.ExpectGone(t, "the server", spid, 2*time.Second)
+			harness.ExpectGone(t, "the server's grandchild", gpid, 2*time.Second)
 		})
 	}
 	// The signal goes to the whole group, not only the server: a group
@@ -653,24 +654,24 @@ func TestSignalsReachServerGroup(t *testing.T) {
 			flags:   []string{"--shutdown-grace", grace.String()},
 			command: []string{"/bin/sh", "-c", `sleep 300 & echo $! > "$1"; exec "$2" --ignore-sigterm --marker "$3"`, "sh", gc, fakeBin, marker},
 		})
-		h.killAtCleanup(gc, marker)
+		h.KillAtCleanup(gc, marker)
 		expectResult(t, h.call(ping("1"), "1"), "1")
-		gpid := waitPID(t, gc, 5*time.Second)
-		spid := waitPID(t, marker, 5*time.Second)
+		gpid := harness.WaitPID(t, gc, 5*time.Second)
+		spid := harness.WaitPID(t, marker, 5*time.Second)
 		start := time.Now()
-		h.signal(syscall.SIGTERM)
-		expectGone(t, "the group member that does not ignore SIGTERM", gpid, grace/2)
-		if !alive(spid) {
+		h.Signal(syscall.SIGTERM)
+		harness.ExpectGone(t, "the group member that does not ignore SIGTERM", gpid, grace/2)
+		if !harness.Alive(spid) {
 			t.Errorf("the server, which ignores SIGTERM, died before the grace period")
 		}
-		code := h.wait(5 * time.Second)
+		code := h.Wait(5 * time.Second)
 		if d := time.Since(start); d < grace {
 			t.Errorf("gatehouse exited %v after SIGTERM, before the %v grace", d, grace)
 		}
 		if code != 128+int(syscall.SIGKILL) {
-			t.Errorf("exit code %d, want %d\n%s", code, 128+int(syscall.SIGKILL), h.tail())
+			t.Errorf("exit code %d, want %d\n%s", code, 128+int(syscall.SIGKILL), h.Tail())
 		}
-		expectGone(t, "the server", spid, 2*time.Second)
+		harness.ExpectGone(t, "the server", spid, 2*time.Second)
 	})
 }
 
@@ -681,7 +682,7 @@ func TestDefaultPolicyNotice(t *testing.T) {
 	t.Parallel()
 	count := func(h *gh) int {
 		n := 0
-		for _, l := range strings.Split(h.stderr.String(), "\n") {
+		for _, l := range strings.Split(h.Stderr.String(), "\n") {
 			if strings.Contains(l, "default policy") {
 				n++
 			}
@@ -690,31 +691,31 @@ func TestDefaultPolicyNotice(t *testing.T) {
 	}
 	h := startGH(t, run{})
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	h.wait(5 * time.Second)
+	h.CloseStdin()
+	h.Wait(5 * time.Second)
 	if n := count(h); n != 1 {
-		t.Errorf("%d stderr lines about the default policy without --policy, want 1:\n%s", n, h.tail())
+		t.Errorf("%d stderr lines about the default policy without --policy, want 1:\n%s", n, h.Tail())
 	}
-	if !strings.Contains(h.stderr.String(), "built-in default") {
-		t.Errorf("stderr does not say the built-in default applies:\n%s", h.tail())
+	if !strings.Contains(h.Stderr.String(), "built-in default") {
+		t.Errorf("stderr does not say the built-in default applies:\n%s", h.Tail())
 	}
-	if !strings.Contains(h.stderr.String(), "every decision recorded in the audit ledger)") {
-		t.Errorf("stderr does not say where the decisions are recorded:\n%s", h.tail())
+	if !strings.Contains(h.Stderr.String(), "every decision recorded in the audit ledger)") {
+		t.Errorf("stderr does not say where the decisions are recorded:\n%s", h.Tail())
 	}
 	// Nothing records the decisions: the line must not claim otherwise.
 	h = startGH(t, run{flags: []string{"--no-ledger"}})
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	h.wait(5 * time.Second)
-	if errOut := h.stderr.String(); !strings.Contains(errOut, "decisions are not recorded") || strings.Contains(errOut, "every decision recorded") {
-		t.Errorf("with --no-ledger and no --decision-log, stderr should say decisions are not recorded:\n%s", h.tail())
+	h.CloseStdin()
+	h.Wait(5 * time.Second)
+	if errOut := h.Stderr.String(); !strings.Contains(errOut, "decisions are not recorded") || strings.Contains(errOut, "every decision recorded") {
+		t.Errorf("with --no-ledger and no --decision-log, stderr should say decisions are not recorded:\n%s", h.Tail())
 	}
-	h = startGH(t, run{flags: []string{"--policy", testdata("deny-delete.yaml")}})
+	h = startGH(t, run{flags: []string{"--policy", harness.Testdata("deny-delete.yaml")}})
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	h.wait(5 * time.Second)
+	h.CloseStdin()
+	h.Wait(5 * time.Second)
 	if n := count(h); n != 0 {
-		t.Errorf("stderr mentions the default policy although --policy was given:\n%s", h.tail())
+		t.Errorf("stderr mentions the default policy although --policy was given:\n%s", h.Tail())
 	}
 }
 
@@ -732,9 +733,9 @@ func TestServerArgsAfterDash(t *testing.T) {
 		command: append([]string{"/bin/sh", "-c", script, "sh"}, want...),
 	})
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	if code := h.wait(5 * time.Second); code != 0 {
-		t.Errorf("exit code %d\n%s", code, h.tail())
+	h.CloseStdin()
+	if code := h.Wait(5 * time.Second); code != 0 {
+		t.Errorf("exit code %d\n%s", code, h.Tail())
 	}
 	if got := readFile(t, argsFile); got != strings.Join(want, "\n")+"\n" {
 		t.Errorf("server arguments:\n%q\nwant\n%q", got, strings.Join(want, "\n")+"\n")
@@ -746,8 +747,8 @@ func TestServerArgsAfterDash(t *testing.T) {
 func TestPipedSession(t *testing.T) {
 	t.Parallel()
 	h := startGH(t, run{})
-	h.send(initialize("1", "2025-06-18") + initialized + toolsList("2") + toolCall("3", "echo", `{"x":1}`) + ping("4"))
-	h.closeStdin()
+	h.Send(initialize("1", "2025-06-18") + initialized + toolsList("2") + toolCall("3", "echo", `{"x":1}`) + ping("4"))
+	h.CloseStdin()
 	// JSON-RPC does not order answers: the tools/call may be answered after
 	// the ping (it waits for the gateway's own tools/list when it arrives
 	// before the client's tools/list result).
@@ -765,7 +766,7 @@ func TestPipedSession(t *testing.T) {
 			t.Errorf("no result for id %s; got %v", id, got)
 		}
 	}
-	if code := h.wait(5 * time.Second); code != 0 {
+	if code := h.Wait(5 * time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -781,13 +782,13 @@ func TestServerExitWhileGrandchildHoldsStdout(t *testing.T) {
 		flags:   []string{"--shutdown-grace", "10s"},
 		command: []string{"/bin/sh", "-c", `sleep 300 & echo $! > "$1"; exec "$2" --exit-after-ms 400 --exit-code 4`, "sh", gc, fakeBin},
 	})
-	h.killAtCleanup(gc)
+	h.KillAtCleanup(gc)
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	gpid := waitPID(t, gc, 5*time.Second)
-	if code := h.wait(3 * time.Second); code != 4 {
-		t.Errorf("exit code %d, want 4\n%s", code, h.tail())
+	gpid := harness.WaitPID(t, gc, 5*time.Second)
+	if code := h.Wait(3 * time.Second); code != 4 {
+		t.Errorf("exit code %d, want 4\n%s", code, h.Tail())
 	}
-	expectGone(t, "the process holding the server's stdout", gpid, 2*time.Second)
+	harness.ExpectGone(t, "the process holding the server's stdout", gpid, 2*time.Second)
 }
 
 // TestConcurrentFirstStart checks that several gatehouse processes started
@@ -802,12 +803,12 @@ func TestConcurrentFirstStart(t *testing.T) {
 			hs = append(hs, startGH(t, run{env: []string{"XDG_STATE_HOME=" + state}}))
 		}
 		for i, h := range hs {
-			h.send(ping("1"))
+			h.Send(ping("1"))
 			select {
-			case l, ok := <-h.lines:
+			case l, ok := <-h.Lines:
 				if !ok {
-					code := h.wait(5 * time.Second)
-					t.Errorf("round %d: gatehouse %d exited %d without answering; stderr:\n%s", round, i, code, h.stderr.String())
+					code := h.Wait(5 * time.Second)
+					t.Errorf("round %d: gatehouse %d exited %d without answering; stderr:\n%s", round, i, code, h.Stderr.String())
 					continue
 				}
 				expectResult(t, string(l), "1")

@@ -1,18 +1,11 @@
 package relay
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/gatehouse-mcp/gatehouse/test/harness"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,13 +51,8 @@ func testMain(m *testing.M) int {
 // unless GATEHOUSE_TEST_BUGS is set.
 func relayBug(t testing.TB, desc string) {
 	t.Helper()
-	if os.Getenv("GATEHOUSE_TEST_BUGS") == "" {
-		t.Skip("relay bug: " + desc + " (set GATEHOUSE_TEST_BUGS=1 to run)")
-	}
+	harness.SkipKnownBug(t, "relay bug: "+desc)
 }
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer = harness.SyncBuffer
 
 // run describes one gatehouse run.
 type run struct {
@@ -86,25 +74,17 @@ type run struct {
 	dir string
 }
 
-// gh is a running gatehouse with a scripted client on its stdio.
+// gh is a running gatehouse with a scripted client on its stdio: the
+// shared driver (harness.Driver) and the relay tests' own reads.
 type gh struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan []byte
-	stderr *syncBuffer
-	done   chan struct{}
-	start  time.Time
-
-	mu   sync.Mutex
-	sent bytes.Buffer // every byte the client wrote, in order
-
-	cleanupPIDs []string // pid files of processes to kill at cleanup
+	*harness.Driver
+	t testing.TB
 }
 
 // startGH starts gatehouse. Every read the test makes has a deadline, and
 // cleanup kills whatever is left (gatehouse, and the server and grandchild
-// named in pid files registered with killAtCleanup).
+// named in pid files registered with KillAtCleanup) and fails the test on
+// a data race report in gatehouse's stderr.
 func startGH(t testing.TB, r run) *gh {
 	t.Helper()
 	var argv []string
@@ -123,45 +103,21 @@ func startGH(t testing.TB, r run) *gh {
 			argv = append(argv, r.server...)
 		}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = r.dir
 	// Each run gets its own state directory (the default audit ledger and
 	// its key live there), unless the test chooses one: tests neither touch
 	// the real home directory nor share a ledger.
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir(t))
-	cmd.Env = append(cmd.Env, r.env...)
+	env := append([]string{"XDG_STATE_HOME=" + stateDir(t)}, r.env...)
 	if os.Getenv("GATEHOUSE_RELAY_RACE") != "" {
 		// The race runtime sleeps 1 s at exit by default.
-		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.cred}
-	p, err := harness.StartProc(cmd, 4096, nil)
-	if err != nil {
-		t.Fatalf("start gatehouse: %v", err)
-	}
-	h := &gh{t: t, cmd: cmd, stdin: p.Stdin, lines: p.Lines, stderr: p.Stderr, done: p.Done}
-	h.start = time.Now()
-	t.Cleanup(func() {
-		_ = h.stdin.Close()
-		select {
-		case <-h.done:
-		default:
-			_ = cmd.Process.Kill()
-			select {
-			case <-h.done:
-			case <-time.After(5 * time.Second):
-			}
-		}
-		if strings.Contains(h.stderr.String(), "WARNING: DATA RACE") {
-			t.Errorf("gatehouse reported a data race:\n%s", h.stderr.String())
-		}
-		for _, f := range h.cleanupPIDs {
-			if pid := readPID(f); pid > 0 && alive(pid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+	d := harness.Start(t, harness.Options{Argv: argv, Dir: r.dir, Env: env, Setpgid: true, Cred: r.cred})
+	d.OnCleanup(func() {
+		if strings.Contains(d.Stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("gatehouse reported a data race:\n%s", d.Stderr.String())
 		}
 	})
-	return h
+	return &gh{Driver: d, t: t}
 }
 
 // stateDir returns a fresh directory for XDG_STATE_HOME.
@@ -173,80 +129,33 @@ func stateDir(t testing.TB) string {
 	return d
 }
 
-// killAtCleanup registers a pid file (--marker or --grandchild) whose
-// process cleanup kills if it is still running.
-func (h *gh) killAtCleanup(pidFiles ...string) { h.cleanupPIDs = append(h.cleanupPIDs, pidFiles...) }
-
-// send writes s to gatehouse's stdin as it is (the caller adds the
-// terminator).
-func (h *gh) send(s string) {
-	h.t.Helper()
-	h.mu.Lock()
-	h.sent.WriteString(s)
-	h.mu.Unlock()
-	if _, err := io.WriteString(h.stdin, s); err != nil {
-		h.t.Fatalf("write to gatehouse: %v\nstderr:\n%s", err, h.tail())
-	}
-}
-
-// sentBytes returns everything the client wrote so far.
-func (h *gh) sentBytes() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sent.String()
-}
-
-// closeStdin ends the client's input (client EOF).
-func (h *gh) closeStdin() { _ = h.stdin.Close() }
-
 // read returns the next line gatehouse wrote to stdout, terminator
 // included, failing the test after d.
-func (h *gh) read(d time.Duration) string {
-	h.t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if !ok {
-			h.t.Fatalf("gatehouse closed its stdout; stderr:\n%s", h.tail())
-		}
-		return string(l)
-	case <-time.After(d):
-		h.t.Fatalf("no line from gatehouse within %v; stderr:\n%s", d, h.tail())
-	}
-	return ""
-}
-
-// expectNoLine fails if gatehouse writes a line within d.
-func (h *gh) expectNoLine(d time.Duration) {
-	h.t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if ok {
-			h.t.Fatalf("unexpected line from gatehouse: %.300q", l)
-		}
-	case <-time.After(d):
-	}
-}
+func (h *gh) read(d time.Duration) string { h.t.Helper(); return string(h.Read(d)) }
 
 // readUntilID reads lines until a response whose raw id is id, and returns
 // it and the lines before it.
 func (h *gh) readUntilID(id string, d time.Duration) (string, []string) {
 	h.t.Helper()
-	deadline := time.Now().Add(d)
-	var before []string
-	for {
-		l := h.read(time.Until(deadline))
-		if m := decode(l); m.ID != nil && string(m.ID) == id && m.Method == "" {
-			return l, before
-		}
-		before = append(before, l)
+	l, before := h.ReadUntil(d, func(l []byte) bool {
+		m := decode(string(l))
+		return m.ID != nil && string(m.ID) == id && m.Method == ""
+	})
+	out := make([]string, 0, len(before))
+	for _, b := range before {
+		out = append(out, string(b))
 	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return string(l), out
 }
 
 // call sends a request line and returns the response with the given id,
 // failing if any other line arrives first.
 func (h *gh) call(line, id string) string {
 	h.t.Helper()
-	h.send(line)
+	h.Send(line)
 	resp, before := h.readUntilID(id, 10*time.Second)
 	if len(before) > 0 {
 		h.t.Fatalf("lines before the response to %s: %q", id, before)
@@ -254,65 +163,10 @@ func (h *gh) call(line, id string) string {
 	return resp
 }
 
-// wait waits for gatehouse to exit and returns its exit code (-1 when killed
-// by a signal).
-func (h *gh) wait(d time.Duration) int {
-	h.t.Helper()
-	select {
-	case <-h.done:
-		return h.cmd.ProcessState.ExitCode()
-	case <-time.After(d):
-		h.t.Fatalf("gatehouse did not exit within %v; stderr:\n%s", d, h.tail())
-	}
-	return 0
-}
+// msg is the part of a JSON-RPC message the tests look at.
+type msg = harness.Msg
 
-// exited reports whether gatehouse has exited.
-func (h *gh) exited() bool {
-	select {
-	case <-h.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// tail returns the end of gatehouse's stderr, for failure messages.
-func (h *gh) tail() string {
-	s := h.stderr.String()
-	if len(s) > 4000 {
-		s = "..." + s[len(s)-4000:]
-	}
-	return s
-}
-
-// signal sends sig to gatehouse itself (not its group).
-func (h *gh) signal(sig syscall.Signal) {
-	h.t.Helper()
-	if err := h.cmd.Process.Signal(sig); err != nil {
-		h.t.Fatalf("signal gatehouse: %v", err)
-	}
-}
-
-// msg is the part of a JSON-RPC message the tests look at; ID keeps its
-// raw text.
-type msg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
-
-func decode(line string) msg {
-	var m msg
-	_ = json.Unmarshal([]byte(line), &m)
-	return m
-}
+func decode(line string) msg { return harness.DecodeMsg([]byte(line)) }
 
 // expectError checks that line is a JSON-RPC error response to id with the
 // given code, and returns it decoded.
@@ -337,59 +191,40 @@ func expectResult(t testing.TB, line, id string) msg {
 
 // Frames a test client sends.
 
-func initialize(id, version string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"relay-test","version":"0"}}}` + "\n"
-}
+func initialize(id, version string) string { return harness.Initialize(id, version, "relay-test") }
 
-const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+const initialized = harness.Initialized
 
-func ping(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n" }
+func ping(id string) string { return harness.Ping(id) }
 
 func toolsList(id string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}` + "\n"
 }
 
-func toolCall(id, name, args string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}` + "\n"
-}
+func toolCall(id, name, args string) string { return harness.ToolCall(id, name, args) }
 
 // handshake runs initialize (id "init") and notifications/initialized and
 // then tools/list (id "tl"), so the gateway knows the whole catalog.
 func (h *gh) handshake(version string) {
 	h.t.Helper()
 	expectResult(h.t, h.call(initialize(`"init"`, version), `"init"`), `"init"`)
-	h.send(initialized)
+	h.Send(initialized)
 	expectResult(h.t, h.call(toolsList(`"tl"`), `"tl"`), `"tl"`)
-}
-
-// jstr returns s as a JSON string.
-func jstr(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // emitCall is a tools/call of the fake server's emit tool writing lines.
 func emitCall(id string, lines ...string) string {
 	quoted := make([]string, len(lines))
 	for i, l := range lines {
-		quoted[i] = jstr(l)
+		quoted[i] = harness.JSONString(l)
 	}
 	return toolCall(id, "emit", `{"lines":[`+strings.Join(quoted, ",")+`]}`)
 }
 
 // Files.
 
-func readFile(t testing.TB, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// readFile returns the content of path, "" when it does not exist.
+func readFile(t testing.TB, path string) string { t.Helper(); return string(harness.ReadFile(t, path)) }
 
 // waitFile waits until the file at path contains sub.
 func waitFile(t testing.TB, path, sub string, d time.Duration) {
@@ -404,19 +239,6 @@ func waitFile(t testing.TB, path, sub string, d time.Duration) {
 	t.Fatalf("%s does not contain %.200q after %v; it holds:\n%.2000s", path, sub, d, readFile(t, path))
 }
 
-// waitStderr waits until gatehouse's stderr contains sub.
-func (h *gh) waitStderr(sub string, d time.Duration) {
-	h.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if strings.Contains(h.stderr.String(), sub) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	h.t.Fatalf("stderr does not contain %q after %v:\n%s", sub, d, h.tail())
-}
-
 // recordLines returns the lines the fake server recorded.
 func recordLines(t testing.TB, path string) []string {
 	t.Helper()
@@ -427,114 +249,19 @@ func recordLines(t testing.TB, path string) []string {
 	return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// event is one decision log event; Raw is its line, Data its data members
-// with raw values.
-type event struct {
-	Type string                     `json:"type"`
-	Data map[string]json.RawMessage `json:"data"`
-	Raw  string                     `json:"-"`
-}
+// event is one decision log event.
+type event = harness.Event
 
 // events reads the decision log at path.
-func events(t testing.TB, path string) []event {
-	t.Helper()
-	var out []event
-	for _, l := range strings.SplitAfter(readFile(t, path), "\n") {
-		if l == "" {
-			continue
-		}
-		var e event
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatalf("decision log line %q: %v", l, err)
-		}
-		e.Raw = l
-		out = append(out, e)
-	}
-	return out
-}
+func events(t testing.TB, path string) []event { t.Helper(); return harness.ReadEvents(t, path) }
 
 // eventsOf returns the events of one type.
 func eventsOf(t testing.TB, path, typ string) []event {
 	t.Helper()
-	var out []event
-	for _, e := range events(t, path) {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
+	return harness.EventsOf(harness.ReadEvents(t, path), typ)
 }
 
 const (
-	typeDecision = "gatehouse.tool.decision.v1"
-	typeRejected = "gatehouse.frame.rejected.v1"
+	typeDecision = harness.TypeDecision
+	typeRejected = harness.TypeRejected
 )
-
-// str decodes a JSON string member ("" when absent or not a string).
-func str(raw json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
-}
-
-// Processes.
-
-// readPID reads a pid file written by the fake server (--marker,
-// --grandchild); 0 when absent.
-func readPID(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
-}
-
-// waitPID waits for a pid file to appear and returns the pid.
-func waitPID(t testing.TB, path string, d time.Duration) int {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if pid := readPID(path); pid > 0 {
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no pid in %s after %v", path, d)
-	return 0
-}
-
-// alive reports whether pid is a live process (a zombie has exited: it is
-// only waiting for its parent).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
-}
-
-// expectGone fails unless the process pid has ended within d.
-func expectGone(t testing.TB, what string, pid int, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) is still running %v after gatehouse exited", what, pid, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// testdata returns the path of a file in testdata.
-func testdata(name string) string {
-	p, _ := filepath.Abs(filepath.Join("testdata", name))
-	return p
-}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,16 +21,16 @@ func TestOnlyToolsCallDecided(t *testing.T) {
 	h.handshake("2025-06-18")
 	expectResult(t, h.call(ping(`"p"`), `"p"`), `"p"`)
 	expectResult(t, h.call(toolsList(`"tl2"`), `"tl2"`), `"tl2"`)
-	h.send(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}` + "\n")
+	h.Send(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}` + "\n")
 	if n := len(eventsOf(t, log, typeDecision)); n != 0 {
 		t.Fatalf("%d decision events before any tools/call", n)
 	}
 	expectResult(t, h.call(toolCall("1", "echo", `{}`), "1"), "1")
 	expectResult(t, h.call(toolCall("2", "write", `{}`), "2"), "2")
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	ev := eventsOf(t, log, typeDecision)
-	if len(ev) != 2 || str(ev[0].Data["tool"]) != "echo" || str(ev[1].Data["tool"]) != "write" {
+	if len(ev) != 2 || harness.Str(ev[0].Data["tool"]) != "echo" || harness.Str(ev[1].Data["tool"]) != "write" {
 		t.Errorf("decision events %v, want echo and write", ev)
 	}
 }
@@ -45,7 +46,7 @@ func TestUnknownToolPrivateList(t *testing.T) {
 	log := filepath.Join(dir, "decisions.jsonl")
 	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record}})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
-	h.send(initialized)
+	h.Send(initialized)
 	m := expectError(t, h.call(toolCall("5", "nosuchtool", `{}`), "5"), "5", -32080)
 	if !strings.Contains(m.Error.Message, "unknown_tool") {
 		t.Errorf("denial %q does not name rule unknown_tool", m.Error.Message)
@@ -55,8 +56,8 @@ func TestUnknownToolPrivateList(t *testing.T) {
 	expectResult(t, h.call(ping(`"after"`), `"after"`), `"after"`)
 	// A listed tool the gateway has not seen yet is fetched and allowed.
 	expectResult(t, h.call(toolCall("6", "echo", `{}`), "6"), "6")
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	var private []string
 	for _, l := range recordLines(t, record) {
 		if strings.Contains(l, "nosuchtool") {
@@ -64,7 +65,7 @@ func TestUnknownToolPrivateList(t *testing.T) {
 		}
 		if strings.Contains(l, `"tools/list"`) {
 			private = append(private, l)
-			if !strings.Contains(h.sentBytes(), l) {
+			if !strings.Contains(h.Sent(), l) {
 				continue
 			}
 			t.Errorf("a tools/list in the record was sent by the client: %q", l)
@@ -75,7 +76,7 @@ func TestUnknownToolPrivateList(t *testing.T) {
 	}
 	for _, l := range private {
 		id := string(decode(l).ID)
-		if id == "" || strings.Contains(h.sentBytes(), `"id":`+id) {
+		if id == "" || strings.Contains(h.Sent(), `"id":`+id) {
 			t.Errorf("private tools/list id %q is empty or one the client used", id)
 		}
 	}
@@ -83,10 +84,10 @@ func TestUnknownToolPrivateList(t *testing.T) {
 	if len(ev) != 2 {
 		t.Fatalf("%d decision events, want 2", len(ev))
 	}
-	if str(ev[0].Data["decision"]) != "deny" || str(ev[0].Data["matched_rule"]) != "unknown_tool" || string(ev[0].Data["tool_known"]) != "false" {
+	if harness.Str(ev[0].Data["decision"]) != "deny" || harness.Str(ev[0].Data["matched_rule"]) != "unknown_tool" || string(ev[0].Data["tool_known"]) != "false" {
 		t.Errorf("unknown tool decision: %s", ev[0].Raw)
 	}
-	if str(ev[1].Data["decision"]) != "allow" || string(ev[1].Data["tool_known"]) != "true" {
+	if harness.Str(ev[1].Data["decision"]) != "allow" || string(ev[1].Data["tool_known"]) != "true" {
 		t.Errorf("fetched tool decision: %s", ev[1].Raw)
 	}
 }
@@ -114,7 +115,7 @@ func TestDeniedCallNeverReachesServer(t *testing.T) {
 			dir := t.TempDir()
 			record := filepath.Join(dir, "record")
 			log := filepath.Join(dir, "decisions.jsonl")
-			flags := []string{"--policy", testdata("deny-delete.yaml"), "--log-level", "debug"}
+			flags := []string{"--policy", harness.Testdata("deny-delete.yaml"), "--log-level", "debug"}
 			if withLog {
 				flags = append(flags, "--decision-log", log, "--event-source", eventSource)
 			}
@@ -142,12 +143,12 @@ func TestDeniedCallNeverReachesServer(t *testing.T) {
 			// An allowed call goes through.
 			allowed := toolCall("5", "write", `{"token":"harmless"}`)
 			expectResult(t, h.call(allowed, "5"), "5")
-			h.closeStdin()
-			h.wait(10 * time.Second)
+			h.CloseStdin()
+			h.Wait(10 * time.Second)
 			if got, want := readFile(t, record), h.handshakeBytes()+allowed; got != want {
 				t.Errorf("server received:\n%q\nwant only the handshake and the allowed call", got)
 			}
-			if s := h.stderr.String(); strings.Contains(s, "TOPSECRET") || strings.Contains(s, "SECRETPATH") {
+			if s := h.Stderr.String(); strings.Contains(s, "TOPSECRET") || strings.Contains(s, "SECRETPATH") {
 				t.Errorf("stderr holds an argument value:\n%s", s)
 			}
 			if withLog {
@@ -168,7 +169,7 @@ func TestDeniedCallNeverReachesServer(t *testing.T) {
 func TestDenyResponseToolResult(t *testing.T) {
 	t.Parallel()
 	record := filepath.Join(t.TempDir(), "record")
-	h := startGH(t, run{flags: []string{"--policy", testdata("deny-delete-tool-result.yaml")}, server: []string{"--record", record}})
+	h := startGH(t, run{flags: []string{"--policy", harness.Testdata("deny-delete-tool-result.yaml")}, server: []string{"--record", record}})
 	h.handshake("2025-06-18")
 	resp := h.call(toolCall("1", "delete", `{"token":"`+secretToken+`"}`), "1")
 	m := expectResult(t, resp, "1")
@@ -188,8 +189,8 @@ func TestDenyResponseToolResult(t *testing.T) {
 	if strings.Contains(resp, "TOPSECRET") {
 		t.Errorf("denial echoes an argument value")
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	if strings.Contains(readFile(t, record), `"delete"`) {
 		t.Errorf("the denied call reached the server")
 	}
@@ -203,7 +204,7 @@ func TestDecisionEventFields(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "decisions.jsonl")
-	h := startGH(t, run{flags: []string{"--policy", testdata("deny-delete.yaml"), "--decision-log", log, "--event-source", eventSource}})
+	h := startGH(t, run{flags: []string{"--policy", harness.Testdata("deny-delete.yaml"), "--decision-log", log, "--event-source", eventSource}})
 	h.handshake("2025-06-18")
 	type want struct {
 		tool, decision, rule string
@@ -234,22 +235,22 @@ func TestDecisionEventFields(t *testing.T) {
 	}
 	for _, c := range calls {
 		if c.id == "" {
-			h.send(c.line)
+			h.Send(c.line)
 			continue
 		}
 		h.call(c.line, c.id)
 	}
 	expectResult(t, h.call(ping(`"sync"`), `"sync"`), `"sync"`)
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	ev := eventsOf(t, log, typeDecision)
 	if len(ev) != len(calls) {
 		t.Fatalf("%d decision events for %d tools/call", len(ev), len(calls))
 	}
 	for i, c := range calls {
 		d, w := ev[i].Data, c.want
-		got := want{str(d["tool"]), str(d["decision"]), str(d["matched_rule"]), string(d["rpc_id_present"]) == "true",
-			string(d["rpc_id"]), str(d["tool_call_id"]), str(d["tool_call_id_strength"])}
+		got := want{harness.Str(d["tool"]), harness.Str(d["decision"]), harness.Str(d["matched_rule"]), string(d["rpc_id_present"]) == "true",
+			string(d["rpc_id"]), harness.Str(d["tool_call_id"]), harness.Str(d["tool_call_id_strength"])}
 		if w.tcID == "gen_" && strings.HasPrefix(got.tcID, "gen_") && len(got.tcID) > 10 {
 			got.tcID = "gen_"
 		}
@@ -270,8 +271,8 @@ func TestDecisionLogModeAndAppend(t *testing.T) {
 		h := startGH(t, run{wrapper: []string{"/bin/sh", "-c", `umask 000; exec "$@"`, "sh"}, flags: []string{"--decision-log", log, "--event-source", eventSource}})
 		h.handshake("2025-06-18")
 		expectResult(t, h.call(toolCall(id, "echo", `{}`), id), id)
-		h.closeStdin()
-		if code := h.wait(10 * time.Second); code != 0 {
+		h.CloseStdin()
+		if code := h.Wait(10 * time.Second); code != 0 {
 			t.Fatalf("exit code %d", code)
 		}
 	}
@@ -338,7 +339,7 @@ func TestDecisionLogWriteFailure(t *testing.T) {
 			}
 			flags := []string{"--decision-log", log, "--event-source", eventSource}
 			if tt.policy != "" {
-				flags = append(flags, "--policy", testdata(tt.policy))
+				flags = append(flags, "--policy", harness.Testdata(tt.policy))
 			}
 			h := startGH(t, run{
 				wrapper: []string{"prlimit", "--fsize=" + strconv.Itoa(limit), "--"},
@@ -356,9 +357,9 @@ func TestDecisionLogWriteFailure(t *testing.T) {
 					t.Errorf("refusal %q does not say why", resp)
 				}
 			}
-			h.waitStderr("file too large", 5*time.Second)
-			h.closeStdin()
-			h.wait(10 * time.Second)
+			h.WaitStderr("file too large", 5*time.Second)
+			h.CloseStdin()
+			h.Wait(10 * time.Second)
 			if got := strings.Contains(readFile(t, record), call); got != tt.allowed {
 				t.Errorf("call reached the server: %v, want %v", got, tt.allowed)
 			}

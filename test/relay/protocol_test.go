@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,11 +21,11 @@ func TestBatches(t *testing.T) {
 		t.Parallel()
 		record := filepath.Join(t.TempDir(), "record")
 		h := startGH(t, run{server: []string{"--record", record}})
-		h.send(twoPings)
+		h.Send(twoPings)
 		expectError(t, h.read(5*time.Second), "null", -32600)
 		expectResult(t, h.call(ping("1"), "1"), "1")
-		h.closeStdin()
-		h.wait(10 * time.Second)
+		h.CloseStdin()
+		h.Wait(10 * time.Second)
 		if got := readFile(t, record); got != ping("1") {
 			t.Errorf("server received %q", got)
 		}
@@ -34,12 +35,12 @@ func TestBatches(t *testing.T) {
 		record := filepath.Join(t.TempDir(), "record")
 		h := startGH(t, run{server: []string{"--record", record, "--protocol-version", "2025-06-18"}})
 		h.handshake("2025-03-26") // the client asks for 2025-03-26
-		before := h.sentBytes()
-		h.send(twoPings)
+		before := h.Sent()
+		h.Send(twoPings)
 		expectError(t, h.read(5*time.Second), "null", -32600)
 		expectResult(t, h.call(ping("1"), "1"), "1")
-		h.closeStdin()
-		h.wait(10 * time.Second)
+		h.CloseStdin()
+		h.Wait(10 * time.Second)
 		if got := readFile(t, record); got != before+ping("1") {
 			t.Errorf("server received a batch under 2025-06-18:\n%q", got)
 		}
@@ -50,13 +51,13 @@ func TestBatches(t *testing.T) {
 		record := filepath.Join(dir, "record")
 		log := filepath.Join(dir, "decisions.jsonl")
 		h := startGH(t, run{
-			flags:  []string{"--policy", testdata("deny-delete.yaml"), "--decision-log", log, "--event-source", eventSource},
+			flags:  []string{"--policy", harness.Testdata("deny-delete.yaml"), "--decision-log", log, "--event-source", eventSource},
 			server: []string{"--record", record, "--protocol-version", "2025-03-26"},
 		})
 		h.handshake("2025-06-18") // the client asks for 2025-06-18
 		allowed := `{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"echo","arguments":{"x":1.0}}}`
 		denied := `{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"delete","arguments":{"path":"/"}}}`
-		h.send("[" + allowed + " , " + denied + "]\n")
+		h.Send("[" + allowed + " , " + denied + "]\n")
 		m := expectError(t, h.read(5*time.Second), `"b2"`, -32080)
 		if !strings.Contains(m.Error.Message, "deny_delete") {
 			t.Errorf("denial %q does not name the rule", m.Error.Message)
@@ -64,7 +65,7 @@ func TestBatches(t *testing.T) {
 		waitFile(t, record, allowed, 5*time.Second)
 		// An all-allowed batch goes through byte for byte.
 		all := `[{"jsonrpc":"2.0","id":"c1","method":"ping"}, {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]` + "\r\n"
-		h.send(all)
+		h.Send(all)
 		waitFile(t, record, all, 5*time.Second)
 		// The fake server refuses both batches with an error whose id is
 		// null (it cannot tell which request it answers): relayed to the
@@ -73,8 +74,8 @@ func TestBatches(t *testing.T) {
 			expectError(t, h.read(5*time.Second), "null", -32600)
 		}
 		expectResult(t, h.call(ping("2"), "2"), "2")
-		h.closeStdin()
-		h.wait(10 * time.Second)
+		h.CloseStdin()
+		h.Wait(10 * time.Second)
 		rec := readFile(t, record)
 		if strings.Contains(rec, `"delete"`) {
 			t.Errorf("the denied batch member reached the server:\n%s", rec)
@@ -83,7 +84,7 @@ func TestBatches(t *testing.T) {
 		if len(ev) != 2 {
 			t.Fatalf("%d decision events, want 2 (one per tools/call member)", len(ev))
 		}
-		if str(ev[0].Data["decision"]) != "allow" || str(ev[1].Data["decision"]) != "deny" {
+		if harness.Str(ev[0].Data["decision"]) != "allow" || harness.Str(ev[1].Data["decision"]) != "deny" {
 			t.Errorf("decisions %s, %s; want allow, deny", ev[0].Data["decision"], ev[1].Data["decision"])
 		}
 	})
@@ -101,11 +102,11 @@ func TestDuplicatePendingID(t *testing.T) {
 	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record}})
 	h.handshake("2025-06-18")
 	first := toolCall("1", "sleep", `{"ms":800}`)
-	h.send(first)
+	h.Send(first)
 	waitFile(t, record, first, 5*time.Second)
 	start := time.Now()
 	for _, dup := range []string{ping("1"), toolCall("1", "echo", `{}`), ping("1.0"), ping("1e0")} {
-		h.send(dup)
+		h.Send(dup)
 		m := decode(h.read(5 * time.Second))
 		if m.Error == nil || m.Error.Code != -32600 {
 			t.Errorf("duplicate %q: got %+v, want error -32600", dup, m)
@@ -122,8 +123,8 @@ func TestDuplicatePendingID(t *testing.T) {
 	}
 	// Once answered, the id can be used again.
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	want := h.handshakeBytes() + first + ping(`"1"`) + ping("1")
 	if got := readFile(t, record); got != want {
 		t.Errorf("server received:\n%q\nwant\n%q", got, want)
@@ -152,16 +153,16 @@ func TestServerResponseToNoPending(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"init","error":{"code":1,"message":"late"}}` + "\n",
 	}
 	sentinel := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"s"}}` + "\n"
-	h.send(emitCall(`"e"`, append(stray, sentinel)...))
+	h.Send(emitCall(`"e"`, append(stray, sentinel)...))
 	if got := h.read(5 * time.Second); got != sentinel {
 		t.Fatalf("client received %q, want only the sentinel", got)
 	}
 	expectResult(t, h.read(5*time.Second), `"e"`)
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	n := 0
 	for _, e := range eventsOf(t, log, typeRejected) {
-		if str(e.Data["direction"]) == "server" {
+		if harness.Str(e.Data["direction"]) == "server" {
 			n++
 		}
 	}
@@ -188,14 +189,14 @@ func TestServerRequestsRelayed(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"r","method":"roots/list"}` + "\n",
 		`{"jsonrpc":"2.0","id":"e","method":"roots/list"}` + "\n", // same id as the emit call itself
 	}
-	h.send(emitCall(`"e"`, reqs...))
+	h.Send(emitCall(`"e"`, reqs...))
 	for i, want := range reqs {
 		if got := h.read(5 * time.Second); got != want {
 			t.Errorf("server request %d arrived as %q", i, got)
 		}
 	}
 	expectResult(t, h.read(5*time.Second), `"e"`)
-	base := h.sentBytes()
+	base := h.Sent()
 	answers := []string{
 		`{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant","content":{"type":"text","text":"hello"},"model":"m"}}` + "\n",
 		`{"jsonrpc":"2.0","id":2,"result":{"action":"decline"}}` + "\n",
@@ -209,21 +210,21 @@ func TestServerRequestsRelayed(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"tl","result":{}}` + "\n", // a client request id, not a server one
 	}
 	for _, a := range answers {
-		h.send(a)
+		h.Send(a)
 	}
 	for _, a := range stray {
-		h.send(a)
+		h.Send(a)
 	}
 	expectResult(t, h.call(ping(`"end"`), `"end"`), `"end"`)
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	want := base + strings.Join(answers, "") + ping(`"end"`)
 	if got := readFile(t, record); got != want {
 		t.Errorf("server received:\n%q\nwant\n%q", got, want)
 	}
 	n := 0
 	for _, e := range eventsOf(t, log, typeRejected) {
-		if str(e.Data["direction"]) == "client" {
+		if harness.Str(e.Data["direction"]) == "client" {
 			n++
 		}
 	}
@@ -248,13 +249,13 @@ func TestLifecycle(t *testing.T) {
 	if res.ProtocolVersion != "2025-11-25" {
 		t.Errorf("initialize result %s", m.Result)
 	}
-	h.send(initialized)
+	h.Send(initialized)
 	waitFile(t, record, initialized, 5*time.Second)
 	expectResult(t, h.call(toolsList("2"), "2"), "2")
 	expectResult(t, h.call(toolCall("3", "echo", `{"a":1}`), "3"), "3")
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server received:\n%q\nwant\n%q", got, want)
 	}
 }
@@ -270,7 +271,7 @@ func TestStateless(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	log := filepath.Join(dir, "decisions.jsonl")
 	h := startGH(t, run{
-		flags:  []string{"--policy", testdata("deny-delete-tool-result.yaml"), "--decision-log", log, "--event-source", eventSource},
+		flags:  []string{"--policy", harness.Testdata("deny-delete-tool-result.yaml"), "--decision-log", log, "--event-source", eventSource},
 		server: []string{"--record", record},
 	})
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"relay-test","version":"0"}}`
@@ -291,8 +292,8 @@ func TestStateless(t *testing.T) {
 	if !strings.Contains(string(m.Result), `"isError":true`) || !strings.Contains(string(m.Result), `"resultType":"complete"`) {
 		t.Errorf("denied stateless call answered %s", m.Result)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	var private []string
 	for _, l := range recordLines(t, record) {
 		if strings.Contains(l, `"tools/list"`) {
@@ -323,11 +324,11 @@ func TestCancelForwardedAtOnce(t *testing.T) {
 	h := startGH(t, run{server: []string{"--record", record}})
 	h.handshake("2025-06-18")
 	long := toolCall(`"long"`, "sleep", `{"ms":3000}`)
-	h.send(long)
+	h.Send(long)
 	waitFile(t, record, long, 5*time.Second)
 	start := time.Now()
 	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user"}}` + "\n"
-	h.send(cancel)
+	h.Send(cancel)
 	waitFile(t, record, cancel, 2*time.Second)
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the cancellation took %v to reach the server", d)
@@ -335,7 +336,7 @@ func TestCancelForwardedAtOnce(t *testing.T) {
 	// Other traffic is not held up either, and the cancelled request gets
 	// no answer (the server stopped it).
 	expectResult(t, h.call(ping(`"p"`), `"p"`), `"p"`)
-	h.expectNoLine(300 * time.Millisecond)
+	h.ExpectNoLine(300 * time.Millisecond)
 }
 
 // TestProgressForwardedAtOnce checks that notifications/progress flows at
@@ -348,7 +349,7 @@ func TestProgressForwardedAtOnce(t *testing.T) {
 	// server -> client: 3 progress notifications during a 2000 ms sleep,
 	// at about 500, 1000 and 1500 ms. Each must reach the client when it
 	// is sent, not together with the result.
-	h.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000,"steps":3},"_meta":{"progressToken":"tok"}}}` + "\n")
+	h.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000,"steps":3},"_meta":{"progressToken":"tok"}}}` + "\n")
 	var at []time.Time
 	for i := 1; i <= 3; i++ {
 		l := h.read(5 * time.Second)
@@ -366,10 +367,10 @@ func TestProgressForwardedAtOnce(t *testing.T) {
 		t.Errorf("the last progress arrived only %v before the result", d)
 	}
 	// client -> server, while a request is in flight.
-	h.send(toolCall(`"s2"`, "sleep", `{"ms":1500}`))
+	h.Send(toolCall(`"s2"`, "sleep", `{"ms":1500}`))
 	prog := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"client-token","progress":1}}` + "\n"
 	sent := time.Now()
-	h.send(prog)
+	h.Send(prog)
 	waitFile(t, record, prog, 2*time.Second)
 	if d := time.Since(sent); d > 700*time.Millisecond {
 		t.Errorf("client progress took %v to reach the server", d)
@@ -388,7 +389,7 @@ func TestToolsListPagination(t *testing.T) {
 	log := filepath.Join(dir, "decisions.jsonl")
 	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record, "--page-size", "1"}})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
-	h.send(initialized)
+	h.Send(initialized)
 	cursor := ""
 	var names []string
 	for page := 1; page <= 3; page++ {
@@ -420,9 +421,9 @@ func TestToolsListPagination(t *testing.T) {
 	if !strings.Contains(string(m.Result), "delete done") {
 		t.Errorf("delete result %s", m.Result)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server received (a private tools/list means page 3 was not learned):\n%q\nwant\n%q", got, want)
 	}
 	ev := eventsOf(t, log, typeDecision)
@@ -441,14 +442,14 @@ func TestPrivateRefreshWalksAllPages(t *testing.T) {
 	log := filepath.Join(dir, "decisions.jsonl")
 	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record, "--page-size", "1"}})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
-	h.send(initialized)
+	h.Send(initialized)
 	// sendlistchanged is the 7th and last tool: on page 7.
 	m := expectResult(t, h.call(toolCall("1", "sleep", `{"ms":1}`), "1"), "1")
 	if !strings.Contains(string(m.Result), "slept") {
 		t.Errorf("result %s", m.Result)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	var lists []string
 	for _, l := range recordLines(t, record) {
 		if strings.Contains(l, `"tools/list"`) {
@@ -459,7 +460,7 @@ func TestPrivateRefreshWalksAllPages(t *testing.T) {
 		t.Errorf("%d private tools/list pages, want at least 5 (sleep is on page 5)", len(lists))
 	}
 	ev := eventsOf(t, log, typeDecision)
-	if len(ev) != 1 || string(ev[0].Data["tool_known"]) != "true" || str(ev[0].Data["decision"]) != "allow" {
+	if len(ev) != 1 || string(ev[0].Data["tool_known"]) != "true" || harness.Str(ev[0].Data["decision"]) != "allow" {
 		t.Errorf("decision events %v, want one allow with tool_known true", ev)
 	}
 }
@@ -473,12 +474,12 @@ func TestListChangedRefreshes(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	log := filepath.Join(dir, "decisions.jsonl")
 	h := startGH(t, run{
-		flags:  []string{"--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent", "--decision-log", log, "--event-source", eventSource},
-		server: []string{"--record", record, "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive.json")},
+		flags:  []string{"--policy", harness.Testdata("readonly-agent.yaml"), "--role", "readonly_agent", "--decision-log", log, "--event-source", eventSource},
+		server: []string{"--record", record, "--tools", harness.Testdata("tools-readonly.json"), "--tools2", harness.Testdata("tools-destructive.json")},
 	})
 	h.handshake("2025-06-18")
 	expectResult(t, h.call(toolCall("1", "mytool", `{}`), "1"), "1")
-	h.send(toolCall("2", "sendlistchanged", `{}`))
+	h.Send(toolCall("2", "sendlistchanged", `{}`))
 	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v, want the list_changed notification", m)
 	}
@@ -487,8 +488,8 @@ func TestListChangedRefreshes(t *testing.T) {
 	if !strings.Contains(m.Error.Message, "readonly_agent_no_mutating_tools") {
 		t.Errorf("denial %q does not name the rule", m.Error.Message)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	if strings.Contains(readFile(t, record), toolCall("3", "mytool", `{}`)) {
 		t.Errorf("the denied call reached the server")
 	}
@@ -496,7 +497,7 @@ func TestListChangedRefreshes(t *testing.T) {
 	if len(ev) != 3 {
 		t.Fatalf("%d decision events, want 3", len(ev))
 	}
-	if got := str(ev[2].Data["decision"]) + "/" + str(ev[2].Data["matched_rule"]); got != "deny/readonly_agent_no_mutating_tools" {
+	if got := harness.Str(ev[2].Data["decision"]) + "/" + harness.Str(ev[2].Data["matched_rule"]); got != "deny/readonly_agent_no_mutating_tools" {
 		t.Errorf("third decision %s", got)
 	}
 }
@@ -510,19 +511,19 @@ func TestListChangedRefreshesInBatch(t *testing.T) {
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
-		flags:  []string{"--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
-		server: []string{"--record", record, "--protocol-version", "2025-03-26", "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive.json")},
+		flags:  []string{"--policy", harness.Testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--record", record, "--protocol-version", "2025-03-26", "--tools", harness.Testdata("tools-readonly.json"), "--tools2", harness.Testdata("tools-destructive.json")},
 	})
 	h.handshake("2025-03-26")
-	h.send(toolCall("1", "sendlistchanged", `{}`))
+	h.Send(toolCall("1", "sendlistchanged", `{}`))
 	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v, want the list_changed notification", m)
 	}
 	expectResult(t, h.read(5*time.Second), "1")
 	member := `{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"mytool","arguments":{}}}`
-	h.send("[" + member + "]\n")
+	h.Send("[" + member + "]\n")
 	// The batch waits for the gateway's own tools/list; the ping need not.
-	h.send(ping("2"))
+	h.Send(ping("2"))
 	answer, before := h.readUntilID(`"b1"`, 10*time.Second)
 	if m := decode(answer); m.Error == nil || m.Error.Code != -32080 {
 		t.Errorf("the batched call to the now destructive tool was not denied; the client got %q", answer)
@@ -550,12 +551,12 @@ func TestListChangedRefreshFails(t *testing.T) {
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
-		flags:  []string{"--max-frame-bytes", "2048", "--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
-		server: []string{"--record", record, "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive-big.json")},
+		flags:  []string{"--max-frame-bytes", "2048", "--policy", harness.Testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--record", record, "--tools", harness.Testdata("tools-readonly.json"), "--tools2", harness.Testdata("tools-destructive-big.json")},
 	})
 	h.handshake("2025-06-18")
 	expectResult(t, h.call(toolCall("1", "mytool", `{}`), "1"), "1")
-	h.send(toolCall("2", "sendlistchanged", `{}`))
+	h.Send(toolCall("2", "sendlistchanged", `{}`))
 	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v, want the list_changed notification", m)
 	}
@@ -580,15 +581,15 @@ func TestCancelNotQueuedBehindRefresh(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
 		flags:  []string{"--max-frame-bytes", "2048"},
-		server: []string{"--record", record, "--tools", testdata("tools-big.json")},
+		server: []string{"--record", record, "--tools", harness.Testdata("tools-big.json")},
 	})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
-	h.send(toolCall(`"u"`, "echo", `{}`))
+	h.Send(toolCall(`"u"`, "echo", `{}`))
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"u"}}` + "\n"
-	h.send(cancel)
-	h.send(ping(`"p"`))
+	h.Send(cancel)
+	h.Send(ping(`"p"`))
 	resp, _ := h.readUntilID(`"p"`, 10*time.Second)
 	expectResult(t, resp, `"p"`)
 	if d := time.Since(start); d > time.Second {
@@ -623,13 +624,13 @@ func TestManyInFlight(t *testing.T) {
 			want[fmt.Sprintf(`"emit%d"`, i)] = "emitted 1 lines"
 		}
 	}
-	h.send(batch.String())
+	h.Send(batch.String())
 	got := map[string]int{}
 	for len(got) < len(want) {
 		l := h.read(10 * time.Second)
 		m := decode(l)
 		if m.Method == "roots/list" {
-			h.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[]}}` + "\n")
+			h.Send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[]}}` + "\n")
 			continue
 		}
 		id := string(m.ID)
@@ -645,9 +646,9 @@ func TestManyInFlight(t *testing.T) {
 		}
 	}
 	expectResult(t, h.call(ping(`"end"`), `"end"`), `"end"`)
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server did not receive exactly what the client sent (%d vs %d bytes)", len(got), len(want))
 	}
 }
@@ -660,7 +661,7 @@ func TestPrivateListOversizedFailsFast(t *testing.T) {
 	t.Parallel()
 	h := startGH(t, run{
 		flags:  []string{"--max-frame-bytes", "2048"},
-		server: []string{"--tools", testdata("tools-big.json")},
+		server: []string{"--tools", harness.Testdata("tools-big.json")},
 	})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
 	start := time.Now()
@@ -682,15 +683,15 @@ func TestListChangedDuringClientListing(t *testing.T) {
 	dir := t.TempDir()
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{
-		flags:  []string{"--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
-		server: []string{"--record", record, "--page-size", "1", "--tools", testdata("tools-readonly.json"), "--tools2", testdata("tools-destructive.json")},
+		flags:  []string{"--policy", harness.Testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--record", record, "--page-size", "1", "--tools", harness.Testdata("tools-readonly.json"), "--tools2", harness.Testdata("tools-destructive.json")},
 	})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
-	h.send(initialized)
+	h.Send(initialized)
 	listPage := func(id, cursor string) (names []string, next string) {
 		req := toolsList(id)
 		if cursor != "" {
-			req = `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"cursor":` + jstr(cursor) + `}}` + "\n"
+			req = `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"cursor":` + harness.JSONString(cursor) + `}}` + "\n"
 		}
 		m := expectResult(t, h.call(req, id), id)
 		var res struct {
@@ -712,7 +713,7 @@ func TestListChangedDuringClientListing(t *testing.T) {
 		t.Fatalf("page 1: %v %q", names, c1)
 	}
 	// The server's tools change: mytool becomes destructive.
-	h.send(toolCall("1", "sendlistchanged", `{}`))
+	h.Send(toolCall("1", "sendlistchanged", `{}`))
 	if m := decode(h.read(5 * time.Second)); m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v, want the list_changed notification", m)
 	}
@@ -740,26 +741,26 @@ func TestHeldCallKeepsItsID(t *testing.T) {
 	h := startGH(t, run{server: []string{"--record", record}})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
 	// Only after initialized does the gateway fetch the catalog itself.
-	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	h.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"busy"}}` + "\n"
-	h.send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+jstr(note)+`,`+jstr(note)+`]}`))
+	h.Send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+harness.JSONString(note)+`,`+harness.JSONString(note)+`]}`))
 	if got := h.read(5 * time.Second); got != note {
 		t.Fatalf("got %q", got)
 	}
-	h.send(toolCall("5", "echo", `{"held":true}`)) // not listed yet: held
+	h.Send(toolCall("5", "echo", `{"held":true}`)) // not listed yet: held
 	start := time.Now()
-	h.send(ping("5"))
+	h.Send(ping("5"))
 	expectError(t, h.read(time.Second), "5", -32600)
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("the refusal of the duplicate id took %v", d)
 	}
-	h.closeStdin()
+	h.CloseStdin()
 	resp, _ := h.readUntilID("5", 10*time.Second)
 	m := expectResult(t, resp, "5")
 	if !strings.Contains(string(m.Result), "held") {
 		t.Errorf("held call answered %s", m.Result)
 	}
-	if code := h.wait(10 * time.Second); code != 0 {
+	if code := h.Wait(10 * time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 	if strings.Contains(readFile(t, record), ping("5")) {
@@ -777,14 +778,14 @@ func TestBatchRefreshDoesNotBlockClient(t *testing.T) {
 	h := startGH(t, run{server: []string{"--protocol-version", "2025-03-26"}})
 	h.handshake("2025-03-26")
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"busy"}}` + "\n"
-	h.send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+jstr(note)+`,`+jstr(note)+`]}`))
+	h.Send(toolCall(`"e"`, "emit", `{"delay_ms":1500,"lines":[`+harness.JSONString(note)+`,`+harness.JSONString(note)+`]}`))
 	if got := h.read(5 * time.Second); got != note {
 		t.Fatalf("got %q", got)
 	}
-	h.send(`[{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"nosuchtool","arguments":{}}}]` + "\n")
+	h.Send(`[{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"nosuchtool","arguments":{}}}]` + "\n")
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	h.send("not json\n")
+	h.Send("not json\n")
 	for {
 		l := h.read(5 * time.Second)
 		if m := decode(l); m.Error != nil && m.Error.Code == -32700 {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"strings"
 	"testing"
 	"time"
@@ -14,20 +15,20 @@ import (
 func TestCaseFoldedToolDenied(t *testing.T) {
 	t.Parallel()
 	h := startGH(t, run{
-		flags:  []string{"--no-ledger", "--policy", testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
-		server: []string{"--tools", testdata("tools-case-folded.json")},
+		flags:  []string{"--no-ledger", "--policy", harness.Testdata("readonly-agent.yaml"), "--role", "readonly_agent"},
+		server: []string{"--tools", harness.Testdata("tools-case-folded.json")},
 	})
 	expectResult(t, h.call(initialize("0", "2025-06-18"), "0"), "0")
-	h.send(initialized)
+	h.Send(initialized)
 	expectResult(t, h.call(toolsList("1"), "1"), "1")
 	m := expectError(t, h.call(toolCall("2", "rm_rf", `{}`), "2"), "2", -32080)
 	if !strings.Contains(m.Error.Message, "unknown_tool") {
 		t.Errorf("denial %q does not name rule unknown_tool", m.Error.Message)
 	}
 	expectResult(t, h.call(toolCall("3", "echo", `{}`), "3"), "3")
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	stderr := h.stderr.String()
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	stderr := h.Stderr.String()
 	if !strings.Contains(stderr, "tool definition refused") || !strings.Contains(stderr, "index=0") {
 		t.Errorf("stderr does not report the refused definition:\n%s", stderr)
 	}
@@ -53,7 +54,7 @@ func TestByteOrderMarkAtStreamStart(t *testing.T) {
 	h := startGH(t, run{flags: []string{"--no-ledger"}, command: []string{"/bin/sh", "-c", script}})
 	expectResult(t, h.call("\xEF\xBB\xBF"+initialize("0", "2025-06-18"), "0"), "0")
 	expectError(t, h.call("\xEF\xBB\xBF"+ping("9"), "null"), "null", -32700)
-	h.send(ping("1") + ping("2"))
+	h.Send(ping("1") + ping("2"))
 	line, skipped := h.readUntilID("2", 5*time.Second)
 	expectResult(t, line, "2")
 	if len(skipped) != 0 {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,14 +42,14 @@ func TestLargeFramesPass(t *testing.T) {
 		req := padTo(fmt.Sprint(size), size)
 		resp := h.call(req, fmt.Sprint(size))
 		expectResult(t, resp, fmt.Sprint(size))
-		if args := req[strings.Index(req, `{"data"`) : len(req)-3]; !strings.Contains(resp, jstr(args)) {
+		if args := req[strings.Index(req, `{"data"`) : len(req)-3]; !strings.Contains(resp, harness.JSONString(args)) {
 			t.Errorf("%d byte echo: the response does not hold the arguments", size)
 		}
 		t.Logf("%d bytes: client->server and back in %v", size, time.Since(start))
 		start = time.Now()
 		// server -> client
 		line := notificationOf(size)
-		h.send(emitCall(fmt.Sprintf(`"e%d"`, size), line))
+		h.Send(emitCall(fmt.Sprintf(`"e%d"`, size), line))
 		got := h.read(20 * time.Second)
 		if got != line {
 			t.Errorf("%d byte server frame arrived as %d bytes", size, len(got))
@@ -56,11 +57,11 @@ func TestLargeFramesPass(t *testing.T) {
 		expectResult(t, h.read(10*time.Second), fmt.Sprintf(`"e%d"`, size))
 		t.Logf("%d bytes: server->client in %v", size, time.Since(start))
 	}
-	h.closeStdin()
-	if code := h.wait(10 * time.Second); code != 0 {
+	h.CloseStdin()
+	if code := h.Wait(10 * time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server received %d bytes, client sent %d; not identical", len(got), len(want))
 	}
 }
@@ -99,12 +100,12 @@ func TestOversizedClientFrame(t *testing.T) {
 			exact := padTo("40", limit)
 			expectResult(t, h.call(exact, "40"), "40")
 
-			h.send(tt.frame)
+			h.Send(tt.frame)
 			expectError(t, h.read(10*time.Second), tt.id, -32600)
 			// The next frame works.
 			expectResult(t, h.call(ping("45"), "45"), "45")
-			h.closeStdin()
-			h.wait(10 * time.Second)
+			h.CloseStdin()
+			h.Wait(10 * time.Second)
 
 			for _, l := range recordLines(t, record) {
 				if len(l) > limit {
@@ -121,7 +122,7 @@ func TestOversizedClientFrame(t *testing.T) {
 			if len(rej) != 1 {
 				t.Fatalf("%d frame.rejected events, want 1", len(rej))
 			}
-			if d := str(rej[0].Data["direction"]); d != "client" {
+			if d := harness.Str(rej[0].Data["direction"]); d != "client" {
 				t.Errorf("rejected event direction %q", d)
 			}
 			if tt.id != "null" && string(rej[0].Data["rpc_id"]) != tt.id {
@@ -151,11 +152,11 @@ func TestOversizedServerFrame(t *testing.T) {
 		// The first thing the client sees is the answer to its ping.
 		expectResult(t, h.call(ping("1"), "1"), "1")
 		expectResult(t, h.call(initialize("2", "2025-06-18"), "2"), "2")
-		h.waitStderr("3000 bytes", 5*time.Second)
-		h.closeStdin()
-		h.wait(10 * time.Second)
+		h.WaitStderr("3000 bytes", 5*time.Second)
+		h.CloseStdin()
+		h.Wait(10 * time.Second)
 		rej := eventsOf(t, log, typeRejected)
-		if len(rej) != 1 || str(rej[0].Data["direction"]) != "server" {
+		if len(rej) != 1 || harness.Str(rej[0].Data["direction"]) != "server" {
 			t.Errorf("rejected events %v, want one from the server", rej)
 		}
 	})
@@ -165,7 +166,7 @@ func TestOversizedServerFrame(t *testing.T) {
 		log := filepath.Join(dir, "decisions.jsonl")
 		h := startGH(t, run{
 			flags:  []string{"--max-frame-bytes", "2048", "--decision-log", log, "--event-source", eventSource},
-			server: []string{"--tools", testdata("tools-big.json")},
+			server: []string{"--tools", harness.Testdata("tools-big.json")},
 		})
 		expectResult(t, h.call(initialize("1", "2025-06-18"), "1"), "1")
 		// The tools/list result is over the limit: the client gets an
@@ -175,10 +176,10 @@ func TestOversizedServerFrame(t *testing.T) {
 			t.Errorf("error message %q does not give the limit", m.Error.Message)
 		}
 		expectResult(t, h.call(ping("3"), "3"), "3")
-		h.closeStdin()
-		h.wait(10 * time.Second)
+		h.CloseStdin()
+		h.Wait(10 * time.Second)
 		rej := eventsOf(t, log, typeRejected)
-		if len(rej) != 1 || str(rej[0].Data["direction"]) != "server" || string(rej[0].Data["rpc_id"]) != `"big"` {
+		if len(rej) != 1 || harness.Str(rej[0].Data["direction"]) != "server" || string(rej[0].Data["rpc_id"]) != `"big"` {
 			t.Errorf("rejected events %v, want one from the server for id \"big\"", rej)
 		}
 	})
@@ -211,22 +212,22 @@ func TestSplitFrames(t *testing.T) {
 	h.handshake("2025-06-18")
 	// server -> client: one notification written in three pieces.
 	parts := []string{`{"jsonrpc":"2.0","me`, `thod":"notifications/message","params":{"data":"split"`, "}}\r\n"}
-	h.send(toolCall(`"e"`, "emit", `{"delay_ms":150,"lines":[`+jstr(parts[0])+`,`+jstr(parts[1])+`,`+jstr(parts[2])+`]}`))
+	h.Send(toolCall(`"e"`, "emit", `{"delay_ms":150,"lines":[`+harness.JSONString(parts[0])+`,`+harness.JSONString(parts[1])+`,`+harness.JSONString(parts[2])+`]}`))
 	if got, want := h.read(5*time.Second), strings.Join(parts, ""); got != want {
 		t.Errorf("split server frame arrived as %q, want %q", got, want)
 	}
 	expectResult(t, h.read(5*time.Second), `"e"`)
 	// client -> server: one request written in pieces.
 	p := ping(`"split"`)
-	h.send(p[:5])
+	h.Send(p[:5])
 	time.Sleep(100 * time.Millisecond)
-	h.send(p[5:20])
+	h.Send(p[5:20])
 	time.Sleep(100 * time.Millisecond)
-	h.send(p[20:])
+	h.Send(p[20:])
 	expectResult(t, h.read(5*time.Second), `"split"`)
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server received:\n%q\nwant\n%q", got, want)
 	}
 }
@@ -250,7 +251,7 @@ func TestExactBytesClientToServer(t *testing.T) {
 	}
 	for _, f := range frames {
 		if f.id == "" {
-			h.send(f.line)
+			h.Send(f.line)
 			continue
 		}
 		resp := h.call(f.line, f.id)
@@ -259,9 +260,9 @@ func TestExactBytesClientToServer(t *testing.T) {
 			t.Errorf("response id is not the exact token %s: %q", f.id, resp)
 		}
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server received other bytes than the client sent:\n got %q\nwant %q", got, want)
 	}
 }
@@ -281,7 +282,7 @@ func TestExactBytesServerToClient(t *testing.T) {
 		`{"id":1e2,"jsonrpc":"2.0","method":"roots/list"}` + "\r\n",
 		`{"jsonrpc":"2.0","id":98765432109876543210,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1.0}}` + "\n",
 	}
-	h.send(emitCall(`"emit"`, lines...))
+	h.Send(emitCall(`"emit"`, lines...))
 	for i, want := range lines {
 		if got := h.read(5 * time.Second); got != want {
 			t.Errorf("server line %d arrived as %q, want %q", i, got, want)
@@ -293,14 +294,14 @@ func TestExactBytesServerToClient(t *testing.T) {
 		`{"jsonrpc":"2.0","id":98765432109876543210,"result":{"role":"assistant","content":{"type":"text","text":"x"},"model":"m","stopReason":"endTurn"}}` + "\n",
 	}
 	for _, a := range answers {
-		h.send(a)
+		h.Send(a)
 	}
 	for _, a := range answers {
 		waitFile(t, record, a, 5*time.Second)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server received other bytes than the client sent:\n got %q\nwant %q", got, want)
 	}
 }
@@ -313,17 +314,17 @@ func TestStringAndNumberIDsDiffer(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	h := startGH(t, run{server: []string{"--record", record}})
 	h.handshake("2025-06-18")
-	h.send(toolCall(`"7"`, "sleep", `{"ms":600}`))
-	h.send(toolCall(`7`, "sleep", `{"ms":200}`))
+	h.Send(toolCall(`"7"`, "sleep", `{"ms":600}`))
+	h.Send(toolCall(`7`, "sleep", `{"ms":200}`))
 	first, second := h.read(5*time.Second), h.read(5*time.Second)
 	m1 := expectResult(t, first, "7")
 	m2 := expectResult(t, second, `"7"`)
 	if !strings.Contains(string(m1.Result), "slept 200 ms") || !strings.Contains(string(m2.Result), "slept 600 ms") {
 		t.Errorf("answers mixed up: %q then %q", first, second)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
-	if got, want := readFile(t, record), h.sentBytes(); got != want {
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
+	if got, want := readFile(t, record), h.Sent(); got != want {
 		t.Errorf("server did not receive both calls exactly:\n got %q\nwant %q", got, want)
 	}
 }
@@ -366,11 +367,11 @@ func TestInvalidClientFrames(t *testing.T) {
 	log := filepath.Join(dir, "decisions.jsonl")
 	h := startGH(t, run{flags: []string{"--decision-log", log, "--event-source", eventSource}, server: []string{"--record", record}})
 	h.handshake("2025-06-18")
-	before := h.sentBytes()
+	before := h.Sent()
 	var valid strings.Builder
 	valid.WriteString(before)
 	for i, tt := range tests {
-		h.send(tt.frame)
+		h.Send(tt.frame)
 		m := expectError(t, h.read(5*time.Second), tt.id, tt.code)
 		if !strings.HasPrefix(m.Error.Message, "gatehouse") {
 			t.Errorf("%s: error %q does not come from gatehouse", tt.name, m.Error.Message)
@@ -379,8 +380,8 @@ func TestInvalidClientFrames(t *testing.T) {
 		expectResult(t, h.call(p, fmt.Sprint(100+i)), fmt.Sprint(100+i))
 		valid.WriteString(p)
 	}
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	if got := readFile(t, record); got != valid.String() {
 		t.Errorf("the server received invalid frames:\n got %q\nwant %q", got, valid.String())
 	}
@@ -389,7 +390,7 @@ func TestInvalidClientFrames(t *testing.T) {
 		t.Errorf("%d frame.rejected events, want %d", len(rej), len(tests))
 	}
 	for _, e := range rej {
-		if str(e.Data["direction"]) != "client" {
+		if harness.Str(e.Data["direction"]) != "client" {
 			t.Errorf("rejected event direction %s", e.Data["direction"])
 		}
 	}
@@ -408,7 +409,7 @@ func TestInvalidServerFrames(t *testing.T) {
 	})
 	// The banner never reaches the client: the first line is the answer.
 	h.handshake("2025-06-18")
-	h.waitStderr("direction=server", 5*time.Second)
+	h.WaitStderr("direction=server", 5*time.Second)
 	bad := []string{
 		"this is not JSON\n",
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","level":"debug"}}` + "\n",
@@ -421,26 +422,26 @@ func TestInvalidServerFrames(t *testing.T) {
 		"\n",
 	}
 	sentinel := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"sentinel"}}` + "\n"
-	h.send(emitCall(`"emit"`, append(bad, sentinel)...))
+	h.Send(emitCall(`"emit"`, append(bad, sentinel)...))
 	if got := h.read(5 * time.Second); got != sentinel {
 		t.Fatalf("the client received %q before the sentinel; invalid server frames were forwarded", got)
 	}
 	expectResult(t, h.read(5*time.Second), `"emit"`)
 	expectResult(t, h.call(ping(`"after"`), `"after"`), `"after"`)
-	h.closeStdin()
-	h.wait(10 * time.Second)
+	h.CloseStdin()
+	h.Wait(10 * time.Second)
 	rej := eventsOf(t, log, typeRejected)
 	n := 0
 	for _, e := range rej {
-		if str(e.Data["direction"]) == "server" {
+		if harness.Str(e.Data["direction"]) == "server" {
 			n++
 		}
 	}
 	if n != 1+len(bad) {
 		t.Errorf("%d server frame.rejected events, want %d (banner + %d emitted)", n, 1+len(bad), len(bad))
 	}
-	if c := strings.Count(h.stderr.String(), "direction=server"); c < 1+len(bad) {
-		t.Errorf("stderr shows %d server refusals, want %d:\n%s", c, 1+len(bad), h.tail())
+	if c := strings.Count(h.Stderr.String(), "direction=server"); c < 1+len(bad) {
+		t.Errorf("stderr shows %d server refusals, want %d:\n%s", c, 1+len(bad), h.Tail())
 	}
 }
 
@@ -451,7 +452,7 @@ func TestInvalidUTF8FromServer(t *testing.T) {
 	banner := "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"\xff\xfe\"}}"
 	h := startGH(t, run{server: []string{"--banner", banner}})
 	expectResult(t, h.call(ping("1"), "1"), "1")
-	h.waitStderr("direction=server", 5*time.Second)
+	h.WaitStderr("direction=server", 5*time.Second)
 }
 
 // toolsFileForResponse writes a tools file whose tools/list result, answered

@@ -257,4 +257,3 @@ func stringEnd(body []byte, i int) int {
 		}
 	}
 }
-

@@ -66,10 +66,11 @@ var (
 )
 
 // Error is a strictness failure: Err is one of the sentinels, Offset the
-// byte offset in the input where it was found (-1 when not known). For
-// ErrDuplicate and ErrFoldedDuplicate, Name is the member name at fault
-// (decoded) and, for ErrDuplicate, Pointer the RFC 6901 JSON Pointer of the
-// duplicate member; elsewhere they are "". Error() quotes neither: member
+// byte offset in the input where it was found (-1 when not known). Pointer
+// is the RFC 6901 JSON Pointer of the value at fault when known (for
+// ErrDuplicate, the duplicate member; "" for ErrFoldedDuplicate, ErrKind
+// and ErrTrailing). For ErrDuplicate and ErrFoldedDuplicate, Name is the
+// member name at fault (decoded), else "". Error() quotes neither: member
 // names of arguments may carry anything.
 type Error struct {
 	Err     error
@@ -91,24 +92,19 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // fail is the *Error for jsontext's err.
 func fail(err error) *Error {
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &Error{Err: ErrSyntax, Offset: -1}
-	}
 	var se *jsontext.SyntacticError
-	if !errors.As(err, &se) {
+	if !errors.As(err, &se) { // io.EOF, io.ErrUnexpectedEOF: empty or cut off
 		return &Error{Err: ErrSyntax, Offset: -1}
 	}
-	e := &Error{Err: ErrSyntax, Offset: se.ByteOffset}
+	e := &Error{Err: ErrSyntax, Offset: se.ByteOffset, Pointer: string(se.JSONPointer)}
 	msg := se.Err.Error()
 	switch {
 	case errors.Is(err, jsontext.ErrDuplicateName):
-		e.Err, e.Pointer, e.Name = ErrDuplicate, string(se.JSONPointer), se.JSONPointer.LastToken()
+		e.Err, e.Name = ErrDuplicate, se.JSONPointer.LastToken()
 	case strings.Contains(msg, "UTF-8"), strings.Contains(msg, "surrogate"):
 		e.Err = ErrUTF8
 	case strings.Contains(msg, "max depth"):
 		e.Err = ErrDepth
-	case errors.Is(se.Err, io.ErrUnexpectedEOF):
-		e.Err = ErrSyntax
 	}
 	return e
 }

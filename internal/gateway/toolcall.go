@@ -3,10 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
@@ -45,36 +42,11 @@ type toolCallParams struct {
 // false when name is missing or not a string, arguments is not an object,
 // or a member is one of those names in another case.
 func parseToolCall(params []byte) (toolCallParams, bool) {
-	var p toolCallParams
-	if params == nil || params[0] != '{' {
-		return p, false
+	c, err := mcp.ParseToolCall(params)
+	if err != nil {
+		return toolCallParams{}, false
 	}
-	ok, nearMiss := false, false
-	_ = jsonrpc.ObjectMembers(params, func(n string, v []byte) {
-		switch n {
-		default:
-			// "NAME" or "Arguments" alone: a server matching names
-			// case-insensitively would read what the gateway did not.
-			switch strings.ToLower(strings.ToUpper(n)) {
-			case "name", "arguments", "_meta":
-				nearMiss = true
-			}
-		case "name":
-			if v[0] == '"' {
-				if s, err := jsontext.AppendUnquote(nil, v); err == nil {
-					p.name, ok = string(s), true
-				}
-			}
-		case "arguments":
-			p.arguments = v
-		case "_meta":
-			p.meta = v
-		}
-	})
-	if nearMiss || p.arguments != nil && p.arguments[0] != '{' {
-		return p, false
-	}
-	return p, ok && p.name != ""
+	return toolCallParams{name: c.Name, arguments: c.Arguments, meta: c.Meta}, true
 }
 
 // toolCall decides one tools/call request or notification: look up the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 )
@@ -516,18 +517,8 @@ func checkHash(s string) ProblemKind {
 	return ""
 }
 
-func validHash(s string) bool {
-	if len(s) != len(HashPrefix)+64 || s[:len(HashPrefix)] != HashPrefix {
-		return false
-	}
-	for i := len(HashPrefix); i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// validHash is jcs.ValidHash: "sha256:" and 64 lowercase hex digits.
+func validHash(s string) bool { return jcs.ValidHash(s) }
 
 // member is one object member: its unescaped name and raw value.
 type member struct {

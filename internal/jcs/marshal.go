@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf16"
-
 )
 
 // Marshal returns the RFC 8785 canonical JSON of v, one of the gateway's

@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 )
@@ -124,8 +125,9 @@ var (
 	// Externalities is the vocabulary of externality, narrowest first
 	// (toolmeta.Externalities).
 	Externalities = toolmeta.Externalities
-	// PolicyDecisions is the vocabulary of a server's policy_decision.
-	PolicyDecisions = []string{"allow", "deny", "monitor", "redact", "quarantine", "unknown"}
+	// PolicyDecisions is the vocabulary of a server's policy_decision: the
+	// actions (pipeline.ActionNames) and "unknown".
+	PolicyDecisions = append(pipeline.ActionNames(), "unknown")
 	// Statuses is the vocabulary of verification_status.
 	Statuses = []string{"ok", "unsigned", "tampered", "empty", "unknown"}
 )

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
 // Rule names the gateway itself uses in decisions that no policy rule made.
@@ -441,16 +441,17 @@ func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string) []byte
 // fit int64 become int64, other numbers float64. nil or a non-object gives
 // an empty map.
 func decodeObject(raw []byte) map[string]any {
+	// raw is part of a strictly parsed frame: decoded in one pass, not
+	// parsed again (strictjson.Decode gives encoding/json's values with
+	// UseNumber and convertNumbers' conversion).
 	if len(raw) == 0 || raw[0] != '{' {
 		return map[string]any{}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v map[string]any
-	if dec.Decode(&v) != nil {
-		return map[string]any{}
+	v, err := strictjson.Decode(raw)
+	if m, ok := v.(map[string]any); ok && err == nil {
+		return m
 	}
-	return convertNumbers(v).(map[string]any)
+	return map[string]any{}
 }
 
 func convertNumbers(v any) any {

@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -144,14 +145,12 @@ func (d *valueDecoder) str(i int) (string, int, error) {
 		return "", i, bad(i)
 	}
 	q := b[i:end]
-	for _, c := range q[1 : len(q)-1] {
-		if c == '\\' {
-			s, err := jsontext.AppendUnquote(nil, q)
-			if err != nil {
-				return "", i, bad(i)
-			}
-			return string(s), end, nil
+	if bytes.IndexByte(q, '\\') >= 0 {
+		s, err := jsontext.AppendUnquote(nil, q)
+		if err != nil {
+			return "", i, bad(i)
 		}
+		return string(s), end, nil
 	}
 	return string(q[1 : len(q)-1]), end, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
@@ -85,6 +86,52 @@ func FuzzParseToolCall(f *testing.F) {
 		want, ok := parseToolCallRef(params)
 		if (err == nil) != ok || got.Name != want.Name || !bytes.Equal(got.Arguments, want.Arguments) || !bytes.Equal(got.Meta, want.Meta) {
 			t.Fatalf("ParseToolCall(%q) = %+v, %v; reference %+v, %v", params, got, err, want, ok)
+		}
+	})
+}
+
+// BenchmarkParseToolCall1MiB reads the params of a tools/call whose
+// arguments are 1 MiB: ParseToolCall (one walk of the validated params)
+// beside jsonrpc.ObjectMembers (the gateway's walk before ToolCall, which
+// validated params again) and the strictjson.Members reference.
+func BenchmarkParseToolCall1MiB(b *testing.B) {
+	params := []byte(`{"name":"echo","arguments":{"data":"` + string(bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyz0123456789-_"), 1<<20/38)) + `"},"_meta":{"progressToken":7}}`)
+	if strictjson.Validate(params) != nil {
+		b.Fatal("params not strict")
+	}
+	b.Run("ParseToolCall", func(b *testing.B) {
+		b.SetBytes(int64(len(params)))
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := ParseToolCall(params); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ObjectMembers", func(b *testing.B) {
+		// The walk of the gateway's parseToolCall before ToolCall: the
+		// jsonrpc fast path validating params again.
+		b.SetBytes(int64(len(params)))
+		b.ReportAllocs()
+		for range b.N {
+			var name []byte
+			_ = jsonrpc.ObjectMembers(params, func(n string, v []byte) {
+				if n == "name" {
+					name = v
+				}
+			})
+			if name == nil {
+				b.Fatal("no name")
+			}
+		}
+	})
+	b.Run("revalidating", func(b *testing.B) {
+		b.SetBytes(int64(len(params)))
+		b.ReportAllocs()
+		for range b.N {
+			if _, ok := parseToolCallRef(params); !ok {
+				b.Fatal("refused")
+			}
 		}
 	})
 }

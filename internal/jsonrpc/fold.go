@@ -20,10 +20,3 @@ func foldedDuplicate(body []byte) string { return strictjson.FoldedDuplicate(bod
 // rpcMembers are the JSON-RPC 2.0 member names; a top-level member whose
 // name folds to one of them must be exactly it.
 var rpcMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
-
-// FoldedDuplicate is strictjson.FoldedDuplicate, kept for callers outside
-// this repository's internal packages' reach of change; new code calls
-// strictjson directly.
-//
-// Deprecated: use strictjson.FoldedDuplicate.
-func FoldedDuplicate(body []byte) string { return strictjson.FoldedDuplicate(body) }

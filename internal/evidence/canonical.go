@@ -1,20 +1,19 @@
 package evidence
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
+import "github.com/gatehouse-mcp/gatehouse/internal/jcs"
 
-	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
-)
+// The canonical JSON of evidence is internal/jcs, the project's one RFC
+// 8785 package: what is here are its names in this package's vocabulary.
 
-// ErrInexactNumber is returned (wrapped) by [Canonical] and [Hash] when a
-// JSON number in the input would change value under RFC 8785 (see
-// jcs.ErrInexactNumber): such a value is never silently rounded
+// ErrInexactNumber is returned (wrapped) by [Canonical], [Hash] and
+// [CanonicalJSON] when a JSON number in the input would change value under
+// RFC 8785 (jcs.ErrInexactNumber): such a value is never silently rounded
 // (evidence.md §3).
 var ErrInexactNumber = jcs.ErrInexactNumber
 
-// HashPrefix is the algorithm prefix of every hash (evidence.md §3).
-const HashPrefix = "sha256:"
+// HashPrefix is the algorithm prefix of every hash (evidence.md §3):
+// jcs.HashPrefix.
+const HashPrefix = jcs.HashPrefix
 
 // Canonical returns the RFC 8785 canonical form of the single JSON value raw
 // (evidence.md §3); see jcs.Canonical for the rules and errors, which wrap
@@ -22,21 +21,15 @@ const HashPrefix = "sha256:"
 func Canonical(raw []byte) ([]byte, error) { return jcs.Canonical(raw) }
 
 // Hash returns "sha256:" followed by the 64 lowercase hexadecimal digits of
-// the SHA-256 digest of Canonical(raw) (evidence.md §3). Its errors are
-// those of [Canonical].
-func Hash(raw []byte) (string, error) {
-	h := sha256.New()
-	// Streamed into the digest: a large value that is not canonical is not
-	// also copied (jcs.WriteCanonical).
-	if err := jcs.WriteCanonical(h, raw); err != nil {
-		return "", err
-	}
-	var sum [sha256.Size]byte
-	return HashPrefix + hex.EncodeToString(h.Sum(sum[:0])), nil
-}
+// the SHA-256 digest of Canonical(raw) (evidence.md §3): jcs.Hash. Its
+// errors are those of [Canonical].
+func Hash(raw []byte) (string, error) { return jcs.Hash(raw) }
 
-// hashBytes returns the "sha256:<hex>" form of b's digest.
-func hashBytes(b []byte) string {
-	sum := sha256.Sum256(b)
-	return HashPrefix + hex.EncodeToString(sum[:])
-}
+// CanonicalJSON returns the RFC 8785 canonical JSON of v, one of this
+// package's records ([GatewayDecisionReceipt], [AuditEvent],
+// [ServerReceipt], [ScanResult], ... or a pointer to one): jcs.Marshal,
+// byte for byte what [Canonical] makes of json.Marshal(v), with its errors.
+func CanonicalJSON(v any) ([]byte, error) { return jcs.Marshal(v) }
+
+// hashBytes returns the "sha256:<hex>" form of b's digest (jcs.HashBytes).
+func hashBytes(b []byte) string { return jcs.HashBytes(b) }

@@ -3,6 +3,8 @@ package evidence
 import (
 	"encoding/base64"
 	"fmt"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 )
 
 // GatewayDecisionReceipt is the gateway's own receipt for one tools/call
@@ -78,8 +80,9 @@ type GatewayDecisionReceipt struct {
 	SynthesizedReceipt *ServerReceipt `json:"synthesized_receipt,omitempty"`
 }
 
-// Gateway actions (the draft's "Actions" vocabulary).
-var Actions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
+// Actions is the gateway's action vocabulary (the draft's "Actions"), least
+// severe first: pipeline.ActionNames, its one definition.
+var Actions = pipeline.ActionNames()
 
 // Scan statuses of a [ScanResult].
 const (

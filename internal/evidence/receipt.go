@@ -1,17 +1,17 @@
 package evidence
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 )
 
@@ -125,8 +125,9 @@ var (
 	// Externalities is the vocabulary of externality, narrowest first
 	// (toolmeta.Externalities).
 	Externalities = toolmeta.Externalities
-	// PolicyDecisions is the vocabulary of a server's policy_decision.
-	PolicyDecisions = []string{"allow", "deny", "monitor", "redact", "quarantine", "unknown"}
+	// PolicyDecisions is the vocabulary of a server's policy_decision: the
+	// actions (pipeline.ActionNames) and "unknown".
+	PolicyDecisions = append(pipeline.ActionNames(), "unknown")
 	// Statuses is the vocabulary of verification_status.
 	Statuses = []string{"ok", "unsigned", "tampered", "empty", "unknown"}
 )
@@ -202,7 +203,7 @@ var ErrNotObject = errors.New("evidence: receipt is not a JSON object")
 // present together. Unknown members are allowed and ignored (they are still
 // covered by the signature).
 func Parse(raw []byte) (*ServerReceipt, []Problem, error) {
-	ms, err := objectMembers(raw)
+	ms, folded, err := objectMembersFolded(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,8 +225,8 @@ func Parse(raw []byte) (*ServerReceipt, []Problem, error) {
 	// Names that differ only in case are a parser differential (as in
 	// frames, which are refused for it): the gateway reads the exact
 	// name, a case-insensitive decoder may read the other.
-	if name := jsonrpc.FoldedDuplicate(raw); name != "" {
-		v.add(name, ProblemCaseFold)
+	if folded != "" {
+		v.add(folded, ProblemCaseFold)
 	}
 	return r, v.problems, nil
 }
@@ -518,18 +519,8 @@ func checkHash(s string) ProblemKind {
 	return ""
 }
 
-func validHash(s string) bool {
-	if len(s) != len(HashPrefix)+64 || s[:len(HashPrefix)] != HashPrefix {
-		return false
-	}
-	for i := len(HashPrefix); i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// validHash is jcs.ValidHash: "sha256:" and 64 lowercase hex digits.
+func validHash(s string) bool { return jcs.ValidHash(s) }
 
 // member is one object member: its unescaped name and raw value.
 type member struct {
@@ -537,57 +528,50 @@ type member struct {
 	value jsontext.Value
 }
 
-// objectMembers strictly parses raw as exactly one JSON value (I-JSON: valid
-// UTF-8, no duplicate member names at any depth) that must be an object,
-// and returns its members in order. Values alias raw.
+// objectMembers parses raw with strictjson (the project's one strict
+// reader) as exactly one JSON object and returns its members in order;
+// values alias raw. Names equal under case folding are not refused here
+// (strictjson.ErrFoldedDuplicate): [Parse] reports them as a problem of
+// the receipt, the other callers read the gateway's own records or values
+// already checked where they came in (a frame), as they did before
+// strictjson. A valid value that is not an object wraps [ErrNotObject].
 func objectMembers(raw []byte) ([]member, error) {
-	d := jsontext.NewDecoder(bytes.NewBuffer(raw))
-	v, err := d.ReadValue()
-	var val jsontext.Value
-	if err == nil {
-		end := int(d.InputOffset())
-		val = raw[end-len(v) : end : end]
-		if _, err = d.ReadToken(); err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("more than one top-level value")
-		}
-	} else if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+	ms, _, err := objectMembersFolded(raw)
+	return ms, err
+}
+
+// objectMembersFolded is objectMembers that also returns the first name
+// equal to an earlier one of its object under case folding, at any depth
+// ("" for none).
+func objectMembersFolded(raw []byte) ([]member, string, error) {
+	sms, err := strictjson.Object(raw)
+	folded := ""
+	var se *strictjson.Error
+	if errors.As(err, &se) && errors.Is(err, strictjson.ErrFoldedDuplicate) {
+		folded, err = se.Name, nil
+	}
+	if errors.Is(err, strictjson.ErrKind) {
+		return nil, "", ErrNotObject
 	}
 	if err != nil {
-		return nil, fmt.Errorf("evidence: %w", err)
+		return nil, "", fmt.Errorf("evidence: %w", err)
 	}
-	if val.Kind() != '{' {
-		return nil, ErrNotObject
+	ms := make([]member, len(sms))
+	for i, m := range sms {
+		ms[i] = member{name: m.Name, value: m.Value}
 	}
-	d = jsontext.NewDecoder(bytes.NewBuffer(val))
-	_, _ = d.ReadToken() // the opening brace
-	var ms []member
-	for d.PeekKind() == '"' {
-		nt, _ := d.ReadToken()
-		name := nt.String()
-		v, _ := d.ReadValue()
-		end := int(d.InputOffset())
-		ms = append(ms, member{name: name, value: val[end-len(v) : end : end]})
-	}
-	return ms, nil
+	return ms, folded, nil
 }
 
 // arrayItems returns the items of the valid JSON array val.
 func arrayItems(val jsontext.Value) []jsontext.Value {
-	d := jsontext.NewDecoder(bytes.NewBuffer(val))
-	if _, err := d.ReadToken(); err != nil {
+	es, err := strictjson.Elements(val)
+	if err != nil && !errors.Is(err, strictjson.ErrFoldedDuplicate) {
 		return nil
 	}
-	var items []jsontext.Value
-	for d.PeekKind() != ']' && d.PeekKind() != 0 {
-		item, err := d.ReadValue()
-		if err != nil {
-			return items
-		}
-		end := int(d.InputOffset())
-		items = append(items, val[end-len(item):end:end])
+	items := make([]jsontext.Value, len(es))
+	for i, e := range es {
+		items[i] = e
 	}
 	return items
 }

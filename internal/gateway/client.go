@@ -5,6 +5,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
@@ -376,18 +377,19 @@ func (s *Session) clientOversized(e *wire.FrameTooLargeError) error {
 
 // member returns the raw value of the named member of a JSON object, or nil.
 func member(obj []byte, name string) []byte {
+	// obj is part of a strictly parsed frame (or a tool definition
+	// ParseTool accepted): read again, not parsed again.
 	var out []byte
-	_ = jsonrpc.ObjectMembers(obj, func(n string, v []byte) {
-		if n == name && out == nil {
+	_ = strictjson.ValidatedMembers(obj, func(n string, v []byte) bool {
+		if n == name {
 			out = v
+			return false
 		}
+		return true
 	})
 	return out
 }
 
 func hasMember(obj []byte, name string) bool {
-	if obj == nil || obj[0] != '{' {
-		return false
-	}
 	return member(obj, name) != nil
 }

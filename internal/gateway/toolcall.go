@@ -1,17 +1,14 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"strings"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
 // Rule names the gateway itself uses in decisions that no policy rule made.
@@ -45,36 +42,11 @@ type toolCallParams struct {
 // false when name is missing or not a string, arguments is not an object,
 // or a member is one of those names in another case.
 func parseToolCall(params []byte) (toolCallParams, bool) {
-	var p toolCallParams
-	if params == nil || params[0] != '{' {
-		return p, false
+	c, err := mcp.ParseToolCall(params)
+	if err != nil {
+		return toolCallParams{}, false
 	}
-	ok, nearMiss := false, false
-	_ = jsonrpc.ObjectMembers(params, func(n string, v []byte) {
-		switch n {
-		default:
-			// "NAME" or "Arguments" alone: a server matching names
-			// case-insensitively would read what the gateway did not.
-			switch strings.ToLower(strings.ToUpper(n)) {
-			case "name", "arguments", "_meta":
-				nearMiss = true
-			}
-		case "name":
-			if v[0] == '"' {
-				if s, err := jsontext.AppendUnquote(nil, v); err == nil {
-					p.name, ok = string(s), true
-				}
-			}
-		case "arguments":
-			p.arguments = v
-		case "_meta":
-			p.meta = v
-		}
-	})
-	if nearMiss || p.arguments != nil && p.arguments[0] != '{' {
-		return p, false
-	}
-	return p, ok && p.name != ""
+	return toolCallParams{name: c.Name, arguments: c.Arguments, meta: c.Meta}, true
 }
 
 // toolCall decides one tools/call request or notification: look up the
@@ -469,16 +441,17 @@ func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string) []byte
 // fit int64 become int64, other numbers float64. nil or a non-object gives
 // an empty map.
 func decodeObject(raw []byte) map[string]any {
+	// raw is part of a strictly parsed frame: decoded in one pass, not
+	// parsed again (strictjson.Decode gives encoding/json's values with
+	// UseNumber and convertNumbers' conversion).
 	if len(raw) == 0 || raw[0] != '{' {
 		return map[string]any{}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v map[string]any
-	if dec.Decode(&v) != nil {
-		return map[string]any{}
+	v, err := strictjson.Decode(raw)
+	if m, ok := v.(map[string]any); ok && err == nil {
+		return m
 	}
-	return convertNumbers(v).(map[string]any)
+	return map[string]any{}
 }
 
 func convertNumbers(v any) any {

@@ -19,6 +19,8 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
 // Kind is what a frame was classified as.
@@ -635,29 +637,19 @@ func ObjectMembers(obj []byte, fn func(name string, value []byte)) error {
 	return objectMembersRef(obj, fn)
 }
 
-// objectMembersRef is ObjectMembers by the jsontext tokenizer: the
-// reference, and the path of every object the fast path declines.
+// objectMembersRef is ObjectMembers by strictjson.Members, the project's
+// one strict reader: the reference the fast path is held to
+// (FuzzFastMembers), and the path of every object the fast path declines.
+// Names equal under case folding are not an error here (obj was strict
+// already, as a frame or part of one, and Parse refuses folded names in
+// frames); text after the object is.
 func objectMembersRef(obj []byte, fn func(name string, value []byte)) error {
-	dec := newDecoder(obj)
-	tok, err := dec.ReadToken()
-	if err != nil {
+	err := strictjson.Members(obj, func(name string, v []byte) error {
+		fn(name, v)
+		return nil
+	})
+	if err != nil && !errors.Is(err, strictjson.ErrFoldedDuplicate) {
 		return fmt.Errorf("read object: %w", err)
-	}
-	if tok.Kind() != '{' {
-		return fmt.Errorf("not a JSON object")
-	}
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return fmt.Errorf("read member name: %w", err)
-		}
-		name := tok.String()
-		v, err := dec.ReadValue()
-		if err != nil {
-			return fmt.Errorf("read member %q: %w", name, err)
-		}
-		end := int(dec.InputOffset())
-		fn(name, obj[end-len(v):end])
 	}
 	return nil
 }

@@ -43,6 +43,6 @@ func (s *canonScanner) str(bool) ([]byte, error) {
 	return content, err
 }
 
-// checkCanonical reports whether b is one JSON value in RFC 8785 canonical
-// form (jcs.Check): nil, or an error naming the first problem.
+// checkCanonical is jcs.Check, under the name the ledger's tests (canon_test,
+// entry_test: FuzzCheckCanonical) hold it to.
 func checkCanonical(b []byte) error { return jcs.Check(b) }

@@ -58,8 +58,6 @@ package ledger
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -224,13 +222,7 @@ func (c *leafEncoder) append(b []byte, e *Entry) []byte {
 func (e *Entry) Hash() string { return chainHash(e.Leaf()) }
 
 // chainHash is the chain hash of a leaf.
-func chainHash(leaf []byte) string {
-	sum := sha256.Sum256(leaf)
-	var b [7 + 64]byte
-	copy(b[:], "sha256:")
-	hex.Encode(b[7:], sum[:])
-	return string(b[:])
-}
+func chainHash(leaf []byte) string { return jcs.HashBytes(leaf) }
 
 // appendTime appends t as RFC 3339 in UTC with microsecond precision and
 // trailing fractional zeros removed (the time.RFC3339Nano layout of a time
@@ -432,7 +424,7 @@ func checkPayload(p []byte) error {
 	if len(p) > MaxPayload {
 		return fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrInvalid, len(p), MaxPayload)
 	}
-	if err := checkCanonical(p); err != nil {
+	if err := jcs.Check(p); err != nil {
 		return fmt.Errorf("%w: payload is not RFC 8785 canonical JSON (see Canonicalize): %v", ErrInvalid, err)
 	}
 	return nil
@@ -455,18 +447,7 @@ func Canonicalize(v []byte) ([]byte, error) {
 }
 
 // validChainHash reports whether s is "sha256:" and 64 lowercase hex digits.
-func validChainHash(s string) bool {
-	if len(s) != 7+64 || s[:7] != "sha256:" {
-		return false
-	}
-	for i := 7; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func validChainHash(s string) bool { return jcs.ValidHash(s) }
 
 // appendString appends s as an RFC 8785 §3.2.2.2 JSON string
 // (jcs.AppendString; the callers validate s as UTF-8).

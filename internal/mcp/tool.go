@@ -1,15 +1,11 @@
 package mcp
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
 // A tool definition is what policy reads (annotations, the derived side
@@ -135,6 +131,9 @@ var (
 	toolMembers       = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
 	annotationMembers = []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 	pageMembers       = []string{"tools", "nextCursor"}
+	// toolNested are the known members of the tool's known objects, for
+	// naming a fault inside one.
+	toolNested = map[string][]string{"annotations": annotationMembers}
 )
 
 // nearMiss returns the known member that name equals under case folding
@@ -169,64 +168,69 @@ func at(n string, known []string) string {
 	return ""
 }
 
-// members walks the members of the JSON object obj in order, giving fn each
-// name and raw value (valid only during the call: it is the decoder's
-// buffer); the walk stops at fn's first error. It matches names
-// exactly and refuses a name that occurs twice (ErrToolDuplicate), a value
-// that is not strict JSON (RFC 7493: valid UTF-8, no duplicate names at any
-// depth; ErrToolMalformed or ErrToolDuplicate), text after the object
-// (ErrToolMalformed), and an obj that is not an object (ErrToolType). The
-// error is a *fieldError naming the member when it is one of known; fn's
-// sentinel errors are wrapped likewise, its *fieldError kept as it is.
-func members(obj []byte, known []string, fn func(name string, v jsontext.Value) error) error {
-	// Duplicates are found here, by name, so that a duplicated known
-	// member can be named; each value is then validated on its own.
-	d := jsontext.NewDecoder(bytes.NewReader(obj), jsontext.AllowDuplicateNames(true))
-	tok, err := d.ReadToken()
-	if err != nil {
-		return &fieldError{err: ErrToolMalformed}
-	}
-	if tok.Kind() != '{' {
-		return &fieldError{err: ErrToolType}
-	}
-	seen := map[string]bool{}
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return &fieldError{err: ErrToolMalformed}
-		}
-		name := tok.String()
-		if seen[name] {
-			return &fieldError{field: at(name, known), err: ErrToolDuplicate}
-		}
-		seen[name] = true
-		v, err := d.ReadValue()
-		if err != nil {
-			return &fieldError{field: at(name, known), err: ErrToolMalformed}
-		}
-		// fn first: a nested walk (annotations) names the member at
-		// fault within v; then v as a whole.
+// members walks the members of the JSON object obj in order with
+// strictjson.Members (the project's one strict reader), giving fn each name
+// and raw value (a sub-slice of obj); the walk stops at fn's first error.
+// It matches names exactly and refuses what strictjson refuses: a name
+// that occurs twice or two names equal under case folding, at any depth
+// (ErrToolDuplicate), a value that is not strict JSON or text after the
+// object (ErrToolMalformed), and an obj that is not an object
+// (ErrToolType). The error is a *fieldError naming the member at fault when
+// it is one of known (and, with nested, the known member of the nested
+// object below it: a duplicate readOnlyHint is "/annotations/readOnlyHint");
+// fn's sentinel errors are wrapped likewise, its *fieldError kept as it is.
+// A value is validated before fn sees it; the case-folding check, over the
+// whole object, comes after the last member, so that fn's near-miss errors
+// ("NAME" beside "name") name the member.
+func members(obj []byte, known []string, nested map[string][]string, fn func(name string, v []byte) error) error {
+	err := strictjson.Members(obj, func(name string, v []byte) error {
 		if err := fn(name, v); err != nil {
 			if fe, ok := err.(*fieldError); ok {
 				return fe
 			}
 			return &fieldError{field: at(name, known), err: err}
 		}
-		if !v.IsValid() {
-			err := ErrToolMalformed
-			if v.IsValid(jsontext.AllowDuplicateNames(true)) {
-				err = ErrToolDuplicate
-			}
-			return &fieldError{field: at(name, known), err: err}
-		}
+		return nil
+	})
+	if err == nil {
+		return nil
 	}
-	if _, err := d.ReadToken(); err != nil {
+	if fe, ok := err.(*fieldError); ok {
+		return fe
+	}
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
 		return &fieldError{err: ErrToolMalformed}
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		return &fieldError{err: ErrToolMalformed} // text after the object
+	sentinel := ErrToolMalformed
+	switch {
+	case errors.Is(err, strictjson.ErrDuplicate), errors.Is(err, strictjson.ErrFoldedDuplicate):
+		sentinel = ErrToolDuplicate
+	case errors.Is(err, strictjson.ErrKind):
+		sentinel = ErrToolType
 	}
-	return nil
+	return &fieldError{field: pointerField(se.Pointer, known, nested), err: sentinel}
+}
+
+// pointerField maps the RFC 6901 pointer of a strictjson error within a
+// definition to the known member it lies in ("" when none): "/" + the
+// first token when it is one of known, followed by "/" + the second when
+// nested lists it as a known member of that one.
+func pointerField(ptr string, known []string, nested map[string][]string) string {
+	if ptr == "" {
+		return ""
+	}
+	toks := strings.Split(ptr[1:], "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	f := at(toks[0], known)
+	if f != "" && len(toks) > 1 {
+		if sub := at(toks[1], nested[toks[0]]); sub != "" {
+			f += sub
+		}
+	}
+	return f
 }
 
 // nearMissError is the error for member n when it differs from one of
@@ -253,7 +257,7 @@ func nearMissError(n string, known []string) error {
 func ParseTool(raw []byte) (Tool, error) {
 	var t Tool
 	nameBytes := -1
-	err := members(raw, toolMembers, func(n string, v jsontext.Value) error {
+	err := members(raw, toolMembers, toolNested, func(n string, v []byte) error {
 		var err error
 		switch n {
 		case "name":
@@ -280,13 +284,6 @@ func ParseTool(raw []byte) (Tool, error) {
 		}
 		return err
 	})
-	if err == nil && jsonrpc.FoldedDuplicate(raw) != "" {
-		// Names equal under case folding deeper down (inputSchema
-		// properties "path" and "PATH"): the check jsonrpc.Parse applies
-		// to whole frames, repeated so that this decoder does not depend
-		// on it.
-		err = &fieldError{err: ErrToolDuplicate}
-	}
 	if err == nil && t.Name == "" {
 		err = &fieldError{field: "/name", err: ErrToolNoName}
 	}
@@ -299,9 +296,9 @@ func ParseTool(raw []byte) (Tool, error) {
 
 // parseAnnotations decodes the annotations object v strictly. The error is
 // a *fieldError with a pointer relative to the annotations object.
-func parseAnnotations(v jsontext.Value) (Annotations, error) {
+func parseAnnotations(v []byte) (Annotations, error) {
 	var a Annotations
-	err := members(v, annotationMembers, func(n string, v jsontext.Value) error {
+	err := members(v, annotationMembers, nil, func(n string, v []byte) error {
 		var hint **bool
 		switch n {
 		case "title":
@@ -334,21 +331,21 @@ func parseAnnotations(v jsontext.Value) (Annotations, error) {
 
 // stringValue returns the JSON string v unquoted; ErrToolType for any
 // other kind.
-func stringValue(v jsontext.Value) (string, error) {
-	if v.Kind() != '"' {
+func stringValue(v []byte) (string, error) {
+	if v[0] != '"' {
 		return "", ErrToolType
 	}
-	s, err := jsontext.AppendUnquote(nil, v)
+	s, err := strictjson.String(v)
 	if err != nil {
 		return "", ErrToolMalformed
 	}
-	return string(s), nil
+	return s, nil
 }
 
 // boolValue returns the JSON literal true or false v; ErrToolType for any
 // other kind (null, a string "true", a number).
-func boolValue(v jsontext.Value) (bool, error) {
-	switch v.Kind() {
+func boolValue(v []byte) (bool, error) {
+	switch v[0] {
 	case 't':
 		return true, nil
 	case 'f':
@@ -359,8 +356,8 @@ func boolValue(v jsontext.Value) (bool, error) {
 
 // objectValue returns a copy of the JSON object v as received;
 // ErrToolType for any other kind.
-func objectValue(v jsontext.Value) ([]byte, error) {
-	if v.Kind() != '{' {
+func objectValue(v []byte) ([]byte, error) {
+	if v[0] != '{' {
 		return nil, ErrToolType
 	}
 	return append([]byte(nil), v...), nil
@@ -382,16 +379,16 @@ func objectValue(v jsontext.Value) ([]byte, error) {
 // and nextCursor are nil and err is a *PageError wrapping one of the
 // ErrTool* sentinels. Either way err holds no value from the result.
 func ParseToolsPage(result []byte) (tools []Tool, nextCursor []byte, err error) {
-	var rawTools jsontext.Value
-	err = members(result, pageMembers, func(n string, v jsontext.Value) error {
+	var rawTools []byte
+	err = members(result, pageMembers, nil, func(n string, v []byte) error {
 		switch n {
 		case "tools":
-			if v.Kind() != '[' {
+			if v[0] != '[' {
 				return ErrToolType
 			}
-			rawTools = append(jsontext.Value(nil), v...) // v is the decoder's until its next read
+			rawTools = v
 		case "nextCursor":
-			if v.Kind() != '"' {
+			if v[0] != '"' {
 				return ErrToolType
 			}
 			nextCursor = append([]byte(nil), v...)
@@ -408,15 +405,11 @@ func ParseToolsPage(result []byte) (tools []Tool, nextCursor []byte, err error) 
 		return nil, nextCursor, nil
 	}
 	var skipped ToolErrors
-	d := jsontext.NewDecoder(bytes.NewReader(rawTools))
-	if _, err := d.ReadToken(); err != nil { // '[': validated by members
+	items, err := strictjson.Elements(rawTools) // validated by members
+	if err != nil {
 		return nil, nil, &PageError{Field: "/tools", Err: ErrToolMalformed}
 	}
-	for i := 0; d.PeekKind() != ']'; i++ {
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, nil, &PageError{Field: "/tools", Err: ErrToolMalformed}
-		}
+	for i, v := range items {
 		t, err := ParseTool(v)
 		if err != nil {
 			te := err.(*ToolError)

@@ -2,11 +2,10 @@ package verify
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
 // lineStatus says how a line ended.
@@ -74,81 +73,51 @@ func (lr *lineReader) next() ([]byte, lineStatus, error) {
 	}
 }
 
-// objectParser parses one line strictly as exactly one JSON object: valid
-// UTF-8, no duplicate member names at any depth, nothing but whitespace
-// after the value (jsontext defaults).
-type objectParser struct {
-	rd  bytes.Reader
-	dec jsontext.Decoder
-}
-
-// errNotObject is returned by members for JSON that is valid but not an
-// object.
-var errNotObject = errors.New("not a JSON object")
-
-// errTrailing is returned by members when something follows the value.
-var errTrailing = errors.New("data after the JSON value")
+// objectParser parses one line as exactly one strict JSON object with
+// strictjson, the project's one strict reader: valid UTF-8, no duplicate
+// member names at any depth, nesting bounded, nothing but whitespace after
+// the value.
+//
+// Names that differ only in case (strictjson.ErrFoldedDuplicate) are not a
+// failure here, as they were not before strictjson: these lines are the
+// gateway's own records, which carry a server's receipt as received, and a
+// receipt with such names is recorded with a case_folded_name problem
+// (evidence.Parse), not refused; refusing its line would make a log the
+// gateway wrote unverifiable.
+type objectParser struct{}
 
 // members validates body and calls fn, in order, for each top-level member
 // with its name and raw value (a sub-slice of body, valid as long as body
 // is). fn is called only for members read before an error; callers must
 // discard what they saw when members returns an error.
 func (p *objectParser) members(body []byte, fn func(name string, raw []byte)) error {
-	p.rd.Reset(body)
-	p.dec.Reset(&p.rd)
-	v, err := p.dec.ReadValue()
-	if err != nil {
-		return err
+	err := strictjson.Members(body, func(name string, raw []byte) error {
+		fn(name, raw)
+		return nil
+	})
+	if errors.Is(err, strictjson.ErrFoldedDuplicate) {
+		return nil
 	}
-	// v is only valid until the next read: take what is needed now.
-	kind, end := v.Kind(), int(p.dec.InputOffset())
-	obj := body[end-len(v) : end]
-	if _, err := p.dec.ReadToken(); err != io.EOF {
-		if err == nil {
-			return errTrailing
-		}
-		return err
-	}
-	if kind != '{' {
-		return errNotObject
-	}
-	p.rd.Reset(obj)
-	p.dec.Reset(&p.rd)
-	if _, err := p.dec.ReadToken(); err != nil {
-		return err
-	}
-	for p.dec.PeekKind() != '}' {
-		tok, err := p.dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		name := tok.String() // tok is voided by the next read
-		v, err := p.dec.ReadValue()
-		if err != nil {
-			return err
-		}
-		end := int(p.dec.InputOffset())
-		fn(name, obj[end-len(v):end])
-	}
-	return nil
+	return err
 }
 
 // syntaxReason describes a members error without quoting the input.
 func syntaxReason(err error) string {
-	var se *jsontext.SyntacticError
+	var se *strictjson.Error
 	switch {
-	case errors.Is(err, errNotObject), errors.Is(err, errTrailing):
-		return err.Error()
+	case errors.Is(err, strictjson.ErrKind):
+		return "not a JSON object"
+	case errors.Is(err, strictjson.ErrTrailing):
+		return "data after the JSON value"
+	case errors.Is(err, strictjson.ErrDuplicate):
+		return "duplicate member name (strict JSON forbids it)"
+	case errors.Is(err, strictjson.ErrUTF8):
+		return "invalid UTF-8"
+	case errors.Is(err, strictjson.ErrDepth):
+		return "nesting too deep"
+	case errors.As(err, &se) && se.Offset >= 0:
+		return "invalid JSON at byte " + itoa(se.Offset)
 	case errors.As(err, &se):
-		if errors.Is(se, jsontext.ErrDuplicateName) {
-			return "duplicate member name (strict JSON forbids it)"
-		}
-		msg := se.Err.Error()
-		if bytes.Contains([]byte(msg), []byte("UTF-8")) {
-			return "invalid UTF-8"
-		}
-		return "invalid JSON at byte " + itoa(se.ByteOffset)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "empty or incomplete JSON"
 	}
 	return "invalid JSON"

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 	"github.com/gatehouse-mcp/gatehouse/internal/receipts"
 	"github.com/go-json-experiment/json/jsontext"
@@ -984,17 +985,7 @@ func nonNegInt(raw []byte) (int64, bool) {
 	return v, err == nil
 }
 
-func isHexSHA256(v []byte) bool {
-	if len(v) != 64 {
-		return false
-	}
-	for _, c := range v {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isHexSHA256(v []byte) bool { return jcs.IsHexDigest(v) }
 
 // safeName returns name when it is a short plain identifier, else a
 // placeholder: member names of a tampered file are not echoed.

@@ -1,4 +1,4 @@
-package evidence
+package jcs
 
 import (
 	"bytes"
@@ -11,14 +11,12 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf16"
-
-	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 )
 
-// CanonicalJSON returns the RFC 8785 canonical JSON of v, one of this
-// package's records ([GatewayDecisionReceipt], [AuditEvent],
-// [ServerReceipt], [ScanResult], ... or a pointer to one): byte for byte
-// what [Canonical] makes of json.Marshal(v), with the same errors (wrapping
+// Marshal returns the RFC 8785 canonical JSON of v, one of the gateway's
+// own records (evidence's GatewayDecisionReceipt, AuditEvent,
+// ServerReceipt, ScanResult, ... or a pointer to one): byte for byte what
+// [Canonical] makes of json.Marshal(v), with the same errors (wrapping
 // [ErrInexactNumber] for an integer a double cannot carry, and an error for
 // a NaN or infinite float or invalid raw JSON).
 //
@@ -31,7 +29,7 @@ import (
 // fields are declared. A type it cannot encode this way (maps, interfaces,
 // embedded structs, custom marshalers) falls back to [Canonical] of
 // json.Marshal(v). The result is a new slice.
-func CanonicalJSON(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {
 		return []byte("null"), nil
@@ -40,7 +38,7 @@ func CanonicalJSON(v any) ([]byte, error) {
 	if err != nil {
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("evidence: encode %T: %w", v, err)
+			return nil, fmt.Errorf("jcs: encode %T: %w", v, err)
 		}
 		return Canonical(b)
 	}
@@ -55,7 +53,7 @@ func CanonicalJSON(v any) ([]byte, error) {
 		bufPool.Put(buf)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("evidence: encode %T: %w", v, err)
+		return nil, fmt.Errorf("jcs: encode %T: %w", v, err)
 	}
 	return out, nil
 }
@@ -67,8 +65,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 // canonEncoder appends the canonical JSON of v to b.
 type canonEncoder func(b []byte, v reflect.Value) ([]byte, error)
 
-// errUnsupported: a type CanonicalJSON leaves to encoding/json.
-var errUnsupported = errors.New("evidence: type not supported by the canonical encoder")
+// errUnsupported: a type Marshal leaves to encoding/json.
+var errUnsupported = errors.New("jcs: type not supported by the canonical encoder")
 
 var (
 	encoders sync.Map // reflect.Type -> canonEncoder or error
@@ -108,7 +106,7 @@ func buildEncoder(t reflect.Type, building map[reflect.Type]*canonEncoder) (cano
 	}
 	switch t.Kind() {
 	case reflect.String:
-		return func(b []byte, v reflect.Value) ([]byte, error) { return jcs.AppendString(b, v.String()), nil }, nil
+		return func(b []byte, v reflect.Value) ([]byte, error) { return AppendString(b, v.String()), nil }, nil
 	case reflect.Bool:
 		return func(b []byte, v reflect.Value) ([]byte, error) {
 			if v.Bool() {
@@ -117,9 +115,9 @@ func buildEncoder(t reflect.Type, building map[reflect.Type]*canonEncoder) (cano
 			return append(b, "false"...), nil
 		}, nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return func(b []byte, v reflect.Value) ([]byte, error) { return jcs.AppendInt(b, v.Int()) }, nil
+		return func(b []byte, v reflect.Value) ([]byte, error) { return AppendInt(b, v.Int()) }, nil
 	case reflect.Float64:
-		return func(b []byte, v reflect.Value) ([]byte, error) { return jcs.AppendFloat(b, v.Float()) }, nil
+		return func(b []byte, v reflect.Value) ([]byte, error) { return AppendFloat(b, v.Float()) }, nil
 	case reflect.Pointer:
 		elem, err := buildEncoder(t.Elem(), building)
 		if err != nil {
@@ -244,7 +242,7 @@ func structFields(t reflect.Type, building map[reflect.Type]*canonEncoder) ([]ca
 			return nil, err
 		}
 		f.enc = enc
-		f.quoted = append(jcs.AppendString(nil, name), ':')
+		f.quoted = append(AppendString(nil, name), ':')
 		fields = append(fields, f)
 	}
 	slices.SortFunc(fields, func(a, b canonField) int {
@@ -301,4 +299,14 @@ func encodeRaw(b []byte, v reflect.Value) ([]byte, error) {
 		return b, err
 	}
 	return append(b, c...), nil
+}
+
+// Direct reports whether [Marshal] encodes values of type t directly, in
+// one pass (nil), or falls back to Canonical of json.Marshal (an error
+// naming the reason: a map, an interface, an embedded struct or a custom
+// marshaler somewhere in t). Record types are held to nil by their tests,
+// so that a field added to a record cannot slow every record down unseen.
+func Direct(t reflect.Type) error {
+	_, err := encoderFor(t)
+	return err
 }

@@ -135,6 +135,10 @@ type Session struct {
 	privNonce   string
 	catalog     *catalog
 	stats       Stats
+	// chain holds the session's stages, compiled once at New
+	// (compileChain); info is the session as the stages see it.
+	chain *pipeline.Chain
+	info  pipeline.SessionInfo
 
 	// clientGone is closed at the first failed write to the client;
 	// clientErr is that failure (ClientGone, ClientErr).
@@ -197,6 +201,12 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		clientGone: make(chan struct{}),
 		refreshing: make(chan struct{}, 1),
 	}
+	sess.info = pipeline.SessionInfo{PrincipalID: cfg.Principal.ID, Role: cfg.Principal.Role, ServerID: cfg.ServerID}
+	chain, err := compileChain(cfg.Policy, sess.catalog)
+	if err != nil {
+		panic(err) // the stages are fixed: two with one name is a defect
+	}
+	sess.chain = chain
 	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
 		sess.ob = &outbox{}
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
@@ -216,35 +218,14 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	meta := decodeObject(p.meta)
 	// The normalized side effect (evidence.md §4), as policy sees it.
 	sideEffect := facts.intent.SideEffect
-	var d policy.Decision
-	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
-		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase,
-			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
-	} else if !known {
-		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleUnknownTool, Reason: reasonUnknownTool, ReasonCode: RuleUnknownTool,
-			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
-	} else if cached, ok := s.catalog.decision(p.name, gen); ok {
-		// The policy reads only the principal, the server and the tool
-		// (policy.DependsOnlyOnTool), all unchanged since this decision.
-		d = cached
-	} else {
-		in := &policy.Input{
-			Principal: s.cfg.Principal,
-			ServerID:  s.cfg.ServerID,
-			Tool:      facts.policyTool(p.name), // computed once per catalogued definition
-			ToolView:  facts.viewFor(p.name),    // likewise: no map of the tool per call
-			Meta:      meta,
-		}
-		if s.cfg.Policy.UsesArguments() {
-			// Decoded only for a policy that reads them: a large argument
-			// object costs a copy and a map otherwise.
-			in.Arguments = decodeObject(p.arguments)
-		}
-		d = s.cfg.Policy.Evaluate(in)
-		if s.cfg.Policy.DependsOnlyOnTool() {
-			s.catalog.keepDecision(p.name, gen, d)
-		}
+	// The deciders (unknown_tool, argument_name_case, policy) judge the
+	// call; their merged verdict is the decision.
+	pc := &pipeline.Call{
+		Session: s.info, ID: m.ID, Name: p.name, Arguments: p.arguments, Meta: p.meta,
+		Tool: tool, Known: known, Received: received,
+		State: &callState{facts: facts, gen: gen, meta: meta},
 	}
+	d := decisionOf(s.cfg.Policy, pc, s.chain.Decide(context.Background(), pc))
 	allowed := d.Action == policy.ActionAllow || d.Action == policy.ActionMonitor
 
 	// Evidence before effect: the decision event is written before the

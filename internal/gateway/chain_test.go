@@ -2,10 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
@@ -59,11 +63,11 @@ func TestSessionChain(t *testing.T) {
 		{Name: "read", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`), Annotations: mcp.Annotations{ReadOnlyHint: &yes}},
 		{Name: "write", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 	})
-	ch, err := compileChain(pol, cat)
+	ch, err := compileChain(Config{Policy: pol}, cat, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ch.Stages(), []string{StageUnknownTool, StageArgumentNameCase, StagePolicy}; !slices.Equal(got, want) {
+	if got, want := ch.Stages(), []string{StageUnknownTool, StageArgumentNameCase, StagePolicy, StageDecisionLog}; !slices.Equal(got, want) {
 		t.Fatalf("stages %v, want %v", got, want)
 	}
 	shadow := &policy.ShadowDecision{Action: policy.ActionMonitor, Rule: "watch_everything", Reason: "every call is watched", ReasonCode: policy.ReasonCodeRule}
@@ -114,12 +118,130 @@ func TestSessionChain(t *testing.T) {
 // pipeline.RuleStageFailed.
 func TestPolicyStageNeedsState(t *testing.T) {
 	pol := stagesPolicy(t)
-	ch, err := compileChain(pol, newCatalog())
+	ch, err := compileChain(Config{Policy: pol}, newCatalog(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &pipeline.Call{Name: "read", Known: true}
 	if v := ch.Decide(context.Background(), c); v.Action != pipeline.Deny || v.Rule != pipeline.RuleStageFailed || v.Stage != StagePolicy {
 		t.Fatalf("verdict %+v, want a deny by stage %s with rule %s", v, StagePolicy, pipeline.RuleStageFailed)
+	}
+}
+
+// fakeEvidence records what the evidence stage hands it.
+type fakeEvidence struct {
+	decided   []Call
+	responded int
+	decideErr error
+	withhold  string
+}
+
+func (e *fakeEvidence) Decided(c *Call) func() error {
+	e.decided = append(e.decided, *c)
+	return func() error { return e.decideErr }
+}
+
+func (e *fakeEvidence) Responded(c *Call, resp *jsonrpc.Message) func() (bool, string) {
+	e.responded++
+	return func() (bool, string) { return e.withhold != "", e.withhold }
+}
+
+// fakeReceipts counts the receipts the request_receipts stage binds.
+type fakeReceipts struct{ events []decisionlog.Event }
+
+func (*fakeReceipts) Open() error { return nil }
+func (r *fakeReceipts) Record(_ []byte, ev decisionlog.Event, _ bool, _ []byte) {
+	r.events = append(r.events, ev)
+}
+
+// TestSessionRecorders pins the recorders: decision_log, request_receipts
+// and evidence run in that order, once per call and phase; a decision
+// event that cannot be written refuses the allowed call before the
+// evidence records it (fail closed, rule decision_not_recorded) and its
+// Future says so (errNotLogged); the evidence records the event's id; the
+// outcome phase reaches only the evidence, whose withhold comes back as a
+// *WithheldError.
+func TestSessionRecorders(t *testing.T) {
+	pol := stagesPolicy(t)
+	yes := true
+	for _, tc := range []struct {
+		name      string
+		closedLog bool
+		decideErr error
+		withhold  string
+	}{
+		{name: "recorded"},
+		{name: "decision event not written", closedLog: true},
+		{name: "evidence not durable", decideErr: errors.New("ledger down")},
+		{name: "response withheld", withhold: "no server receipt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, err := decisionlog.Open(filepath.Join(t.TempDir(), "d.jsonl"), "gatehouse://test/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.closedLog {
+				log.Close()
+			} else {
+				defer log.Close()
+			}
+			ev := &fakeEvidence{decideErr: tc.decideErr, withhold: tc.withhold}
+			rc := &fakeReceipts{}
+			cat := newCatalog()
+			cat.replace([]mcp.Tool{{Name: "read", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}})
+			ch, err := compileChain(Config{Policy: pol, Log: log, Receipts: rc, Evidence: ev}, cat, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := ch.Stages(), []string{StageUnknownTool, StageArgumentNameCase, StagePolicy, StageDecisionLog, StageRequestReceipts, StageEvidence}; !slices.Equal(got, want) {
+				t.Fatalf("stages %v, want %v", got, want)
+			}
+			tool, facts, known, _, gen := cat.lookupGen("read")
+			st := &callState{facts: facts, gen: gen, meta: map[string]any{}, line: []byte(`{}` + "\n"), isRequest: true}
+			c := &pipeline.Call{ID: jsonrpc.NewID([]byte("1")), Name: "read", Arguments: []byte(`{}`), Tool: tool, Known: known, State: st}
+			st.decision = decisionOf(pol, c, ch.Decide(context.Background(), c))
+			st.allowed, st.code = true, CodeDenied
+			err = ch.Record(context.Background(), c, pipeline.PhaseDecision)()
+			if len(ev.decided) != 1 || len(rc.events) != 1 {
+				t.Fatalf("evidence decided %d times, receipts bound %d times; want once each", len(ev.decided), len(rc.events))
+			}
+			got := ev.decided[0]
+			switch {
+			case tc.closedLog:
+				if !errors.Is(err, errNotLogged) {
+					t.Errorf("decision Future: %v, want errNotLogged", err)
+				}
+				if got.Forwarded || got.Decision.Rule != RuleNotRecorded || st.allowed || st.code != CodeNotRecorded {
+					t.Errorf("evidence saw forwarded %v rule %q (call allowed %v code %d), want the fail-closed refusal", got.Forwarded, got.Decision.Rule, st.allowed, st.code)
+				}
+				if rc.events[0].ID != "" {
+					t.Errorf("receipt bound to event %q, want the zero event of a failed write", rc.events[0].ID)
+				}
+			case tc.decideErr != nil:
+				if !errors.Is(err, tc.decideErr) || errors.Is(err, errNotLogged) {
+					t.Errorf("decision Future: %v, want the evidence's error", err)
+				}
+			default:
+				if err != nil {
+					t.Errorf("decision Future: %v", err)
+				}
+			}
+			if !tc.closedLog && (got.DecisionEventID == "" || got.DecisionEventID != st.eventID || rc.events[0].ID != st.eventID || !got.Forwarded) {
+				t.Errorf("evidence saw event %q forwarded %v, receipt event %q; the decision event is %q", got.DecisionEventID, got.Forwarded, rc.events[0].ID, st.eventID)
+			}
+			c.Response = &pipeline.Response{ID: c.ID, Result: []byte(`{"content":[]}`)}
+			err = ch.Record(context.Background(), c, pipeline.PhaseOutcome)()
+			if ev.responded != 1 || len(ev.decided) != 1 || len(rc.events) != 1 {
+				t.Errorf("after the outcome: responded %d, decided %d, receipts %d; want 1, 1, 1", ev.responded, len(ev.decided), len(rc.events))
+			}
+			var w *WithheldError
+			if tc.withhold != "" {
+				if !errors.As(err, &w) || w.Reason != tc.withhold {
+					t.Errorf("outcome Future: %v, want a *WithheldError %q", err, tc.withhold)
+				}
+			} else if err != nil {
+				t.Errorf("outcome Future: %v", err)
+			}
+		})
 	}
 }

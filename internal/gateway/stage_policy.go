@@ -27,9 +27,9 @@ type policyStage struct {
 func (*policyStage) Name() string { return StagePolicy }
 
 func (s *policyStage) Decide(_ context.Context, c *pipeline.Call) error {
-	st, _ := c.State.(*callState)
-	if st == nil {
-		return fmt.Errorf("policy stage: call %s has no catalog state", c.ID.String())
+	st, err := stateOf(c)
+	if err != nil {
+		return fmt.Errorf("policy stage: %w", err)
 	}
 	d, ok := s.catalog.decision(c.Name, st.gen)
 	if !ok {

@@ -78,6 +78,19 @@ func (st *callState) notRecorded(failOpen bool) {
 	}
 }
 
+// dropFrame lets go of everything of c and its state that aliases the
+// request frame once the decision is recorded: the reader reuses its
+// buffer, and a call kept for its outcome (pending.call) must not keep a
+// big frame's buffer alive. What finishToolCall and the outcome need (the
+// id, a copy once the call may finish elsewhere; the event's id; the
+// decision) stays.
+func (st *callState) dropFrame(c *pipeline.Call) {
+	c.Arguments, c.Meta = nil, nil
+	st.line = nil
+	st.event = decisionlog.Event{ID: st.event.ID}
+	st.data.RPCID = nil // emitRefused writes the id it is given
+}
+
 // stateOf returns the session's state of c; an error for a call made
 // elsewhere (a stage then fails closed).
 func stateOf(c *pipeline.Call) (*callState, error) {

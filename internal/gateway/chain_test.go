@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
 // stagesPolicy is testdata/stages/policy.yaml: deny what is not read-only,
@@ -243,5 +245,62 @@ func TestSessionRecorders(t *testing.T) {
 				t.Errorf("outcome Future: %v", err)
 			}
 		})
+	}
+}
+
+// TestKeptCallHoldsNoFrame: a forwarded call kept for its outcome
+// (pending.call, Evidence on) holds nothing that aliases its request
+// frame, whose buffer the reader reuses (or, for a big frame, gives back):
+// not the arguments, _meta, the line, the decision event's bytes nor the
+// id.
+func TestKeptCallHoldsNoFrame(t *testing.T) {
+	cr, _ := io.Pipe()
+	_, sw := io.Pipe()
+	log, err := decisionlog.Open(filepath.Join(t.TempDir(), "d.jsonl"), "gatehouse://test/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	s := New(Config{Policy: stagesPolicy(t), Log: log, Receipts: &fakeReceipts{}, Evidence: &fakeEvidence{}},
+		transport.NewStream(cr, io.Discard, 0, nil), transport.NewStream(cr, sw, 0, nil))
+	yes := true
+	s.catalog.replace([]mcp.Tool{{Name: "read", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}})
+	line := []byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"read","arguments":{"path":"/x"},"_meta":{"k":"v"}}}` + "\n")
+	m, perr := jsonrpc.Parse(line)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	p, ok := parseToolCall(m.Params)
+	if !ok {
+		t.Fatal("params not read")
+	}
+	slot := &pending{method: mcp.MethodToolsCall}
+	if !s.addPending(m.ID, slot) {
+		t.Fatal("id in flight")
+	}
+	if fwd, reply := s.runToolCall(line, &m, p, slot, false); !fwd || reply != nil {
+		t.Fatalf("forward %v reply %q, want the call forwarded", fwd, reply)
+	}
+	pc := slot.call
+	if pc == nil {
+		t.Fatal("the forwarded call was not kept for its outcome")
+	}
+	st := pc.State.(*callState)
+	for what, b := range map[string][]byte{"arguments": pc.Arguments, "_meta": pc.Meta, "line": st.line, "rpc_id": st.data.RPCID, "event bytes": st.event.Bytes} {
+		if b != nil {
+			t.Errorf("the kept call still holds the %s", what)
+		}
+	}
+	// The reader reuses its buffer: the ids kept are copies.
+	for i := range line {
+		line[i] = 'X'
+	}
+	for what, id := range map[string]jsonrpc.ID{"call": pc.ID, "state": st.id, "evidence": st.evCall.ID} {
+		if got := string(id.Raw()); got != `"call-1"` {
+			t.Errorf("the %s id reads %s once the frame's buffer is reused, want \"call-1\"", what, got)
+		}
+	}
+	if st.eventID == "" || st.evCall.DecisionEventID != st.eventID {
+		t.Errorf("event id %q, evidence's %q: the kept call lost what its outcome needs", st.eventID, st.evCall.DecisionEventID)
 	}
 }

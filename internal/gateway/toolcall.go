@@ -210,8 +210,7 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 	// outbox's one write instead of written now (decisionLogStage).
 	st.stage = s.cfg.Log != nil && async && line != nil && s.stagingCalls(len(line))
 	rec := s.chain.Record(context.Background(), pc, pipeline.PhaseDecision)
-	// The frame's bytes are not kept: the reader reuses its buffer.
-	pc.Arguments, pc.Meta = nil, nil
+	st.dropFrame(pc)
 	if st.staged != nil || st.evCall != nil {
 		// The call may finish on another goroutine, and its evidence
 		// outlives the frame: the id is copied.
@@ -224,7 +223,9 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 	switch {
 	case st.staged != nil:
 		// Finished after the burst's events are written (outbox.go).
-		if s.stageCall(line, st.staged, func(logErr error) (bool, []byte) {
+		staged := st.staged
+		st.staged = nil // the outbox copies it
+		if s.stageCall(line, staged, func(logErr error) (bool, []byte) {
 			st.logErr = logErr
 			return s.finishToolCall(pc, st, rec())
 		}) {
@@ -232,7 +233,7 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 		}
 		// The outbox filled up meanwhile (held frames joined it): the
 		// event is written now, alone.
-		_, err := s.cfg.Log.WriteEvents(st.staged)
+		_, err := s.cfg.Log.WriteEvents(staged)
 		if err != nil {
 			s.log.Error("decision log write failed", "err", err)
 		}

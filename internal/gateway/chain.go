@@ -40,6 +40,8 @@ type callState struct {
 	id        jsonrpc.ID
 	slot      *pending
 	isRequest bool
+	// name is the tool's name (params.name), for the refused event.
+	name string
 
 	// decision is the chain's verdict as a policy.Decision; allowed
 	// whether the call goes to the server, code the JSON-RPC code of its
@@ -57,9 +59,8 @@ type callState struct {
 	stage  bool
 	staged []byte
 	logErr error
-	// data is the decision event's data; event the event written (zero
-	// when the write failed or the event was staged) and eventID its id.
-	data    decisionlog.ToolDecision
+	// event is the decision event written (zero when the write failed or
+	// the event was staged) and eventID its id.
 	event   decisionlog.Event
 	eventID string
 	// evCall is the call as the Evidence saw it (evidenceStage), nil
@@ -79,7 +80,7 @@ func (st *callState) notRecorded(failOpen bool) {
 }
 
 // dropFrame lets go of everything of c and its state that aliases the
-// request frame once the decision is recorded: the reader reuses its
+// request frame (or holds the decision event's bytes) once the decision is recorded: the reader reuses its
 // buffer, and a call kept for its outcome (pending.call) must not keep a
 // big frame's buffer alive. What finishToolCall and the outcome need (the
 // id, a copy once the call may finish elsewhere; the event's id; the
@@ -88,7 +89,6 @@ func (st *callState) dropFrame(c *pipeline.Call) {
 	c.Arguments, c.Meta = nil, nil
 	st.line = nil
 	st.event = decisionlog.Event{ID: st.event.ID}
-	st.data.RPCID = nil // emitRefused writes the id it is given
 }
 
 // stateOf returns the session's state of c; an error for a call made

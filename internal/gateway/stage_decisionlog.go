@@ -47,9 +47,9 @@ func (s *decisionLogStage) Record(_ context.Context, c *pipeline.Call, p pipelin
 		s.diag.Info("tools/call decision", "tool", c.Name, "decision", st.decision.Action, "rule", st.decision.Rule, "tool_call_id", st.toolCallID)
 		return nil
 	}
-	st.data = toolDecisionData(c, st)
+	data := toolDecisionData(c, st)
 	if st.stage {
-		if ev, err := s.log.Encode(decisionlog.TypeToolDecision, st.data); err == nil {
+		if ev, err := s.log.Encode(decisionlog.TypeToolDecision, data); err == nil {
 			st.staged, st.eventID = ev.Bytes, ev.ID
 			return func() error {
 				if st.logErr != nil {
@@ -59,7 +59,7 @@ func (s *decisionLogStage) Record(_ context.Context, c *pipeline.Call, p pipelin
 			}
 		}
 	}
-	ev, err := s.log.Emit(decisionlog.TypeToolDecision, st.data)
+	ev, err := s.log.Emit(decisionlog.TypeToolDecision, data)
 	st.event, st.eventID = ev, ev.ID
 	if err != nil {
 		s.diag.Error("decision log write failed", "err", err)

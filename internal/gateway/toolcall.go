@@ -80,9 +80,11 @@ func parseToolCall(params []byte) (toolCallParams, bool) {
 	return p, ok && p.name != ""
 }
 
-// toolCall decides one tools/call request or notification: look up the
-// tool (refreshing the catalog when needed), evaluate policy, emit the
-// decision event, bind the receipt, then forward or answer.
+// toolCall handles one tools/call request or notification: read its
+// params, reserve its id, look up the tool (holding the call for a catalog
+// refresh when needed), then run it through the session's chain
+// (runToolCall): the deciders judge it, the recorders record the decision,
+// and it is forwarded or answered.
 func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool, []byte, error) {
 	p, ok := parseToolCall(m.Params)
 	if !ok {
@@ -265,14 +267,22 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 	if !known || facts == nil {
 		facts = factsOf(tool, known)
 	}
-	st := &callState{
-		facts: facts, gen: gen, meta: decodeObject(p.meta),
-		line: line, id: m.ID, slot: slot, isRequest: m.Kind == jsonrpc.KindRequest,
+	// The call and its state are one allocation.
+	run := &struct {
+		call  pipeline.Call
+		state callState
+	}{
+		state: callState{
+			facts: facts, gen: gen, meta: decodeObject(p.meta),
+			line: line, id: m.ID, slot: slot, isRequest: m.Kind == jsonrpc.KindRequest, name: p.name,
+		},
+		call: pipeline.Call{
+			Session: s.info, ID: m.ID, Name: p.name, Arguments: p.arguments, Meta: p.meta,
+			Tool: tool, Known: known, Received: received,
+		},
 	}
-	pc := &pipeline.Call{
-		Session: s.info, ID: m.ID, Name: p.name, Arguments: p.arguments, Meta: p.meta,
-		Tool: tool, Known: known, Received: received, State: st,
-	}
+	pc, st := &run.call, &run.state
+	pc.State = st
 	st.decision = decisionOf(s.cfg.Policy, pc, s.chain.Decide(context.Background(), pc))
 	st.allowed = st.decision.Action == policy.ActionAllow || st.decision.Action == policy.ActionMonitor
 	st.code = CodeDenied
@@ -307,7 +317,7 @@ func (s *Session) finishToolCall(pc *pipeline.Call, st *callState, recErr error)
 			wasAllowed := st.allowed
 			st.notRecorded(failOpen)
 			if wasAllowed && !st.allowed && s.cfg.Log != nil && st.eventID != "" {
-				s.emitRefused(st.eventID, st.data, st.id, st.decision.Rule, st.decision.Reason)
+				s.emitRefused(st, st.id, st.decision.Rule, st.decision.Reason)
 			}
 		}
 	}
@@ -316,7 +326,7 @@ func (s *Session) finishToolCall(pc *pipeline.Call, st *callState, recErr error)
 		// The server exited meanwhile and ServerGone answered the
 		// client: nothing is forwarded or answered now.
 		if st.allowed && s.cfg.Log != nil && st.eventID != "" {
-			s.emitRefused(st.eventID, st.data, id, ReasonServerGone, "the server exited before the call was forwarded")
+			s.emitRefused(st, id, ReasonServerGone, "the server exited before the call was forwarded")
 		}
 		return false, nil
 	}
@@ -324,7 +334,7 @@ func (s *Session) finishToolCall(pc *pipeline.Call, st *callState, recErr error)
 		if s.cancelled(id, slot) {
 			s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", pc.Name)
 			if s.cfg.Log != nil && st.eventID != "" {
-				s.emitRefused(st.eventID, st.data, id, ReasonCancelled, "the client cancelled the call (notifications/cancelled) before it was forwarded")
+				s.emitRefused(st, id, ReasonCancelled, "the client cancelled the call (notifications/cancelled) before it was forwarded")
 			}
 			return false, nil
 		}
@@ -348,13 +358,13 @@ func (s *Session) finishToolCall(pc *pipeline.Call, st *callState, recErr error)
 }
 
 // emitRefused writes the gatehouse.tool.refused.v1 event of an allowed
-// call refused after its decision event (decision) was written as
-// eventID: rule and reason say why. id is the call's JSON-RPC id (a copy:
-// decision.RPCID may point into a reused read buffer by now). A failed
-// write is logged; the call is refused either way.
-func (s *Session) emitRefused(eventID string, decision decisionlog.ToolDecision, id jsonrpc.ID, rule, reason string) {
-	data := decisionlog.ToolRefused{DecisionEventID: eventID, Tool: decision.Tool, RPCIDPresent: id.Present(),
-		RPCID: json.RawMessage("null"), ToolCallID: decision.ToolCallID, ReasonCode: rule, Reason: reason}
+// call refused after its decision event was written as st.eventID: rule
+// and reason say why. id is the call's JSON-RPC id (a copy once the call
+// may finish on another goroutine: the frame's buffer is reused by then).
+// A failed write is logged; the call is refused either way.
+func (s *Session) emitRefused(st *callState, id jsonrpc.ID, rule, reason string) {
+	data := decisionlog.ToolRefused{DecisionEventID: st.eventID, Tool: st.name, RPCIDPresent: id.Present(),
+		RPCID: json.RawMessage("null"), ToolCallID: st.toolCallID, ReasonCode: rule, Reason: reason}
 	if id.Present() {
 		data.RPCID = json.RawMessage(id.Raw())
 	}

@@ -17,8 +17,9 @@ const CodeWithheld = -32082
 // forwarded call; package audit implements it with server receipts,
 // gateway decision receipts and the audit ledger (evidence.md §1).
 //
-// Decided runs on the client relay goroutine after the decision event was
-// written. It records (queues) the decision's evidence and returns a wait
+// The session's evidence stage (stage_evidence.go) calls it, as the last
+// of the chain's recorders. Decided runs on the client relay goroutine
+// after the decision event was written. It records (queues) the decision's evidence and returns a wait
 // function; the gateway forwards or answers the call only after wait
 // returns nil, on a goroutine of its own, so that the client relay can go
 // on reading (and the evidence of concurrent calls shares durable writes).

@@ -135,6 +135,10 @@ type Session struct {
 	privNonce   string
 	catalog     *catalog
 	stats       Stats
+	// chain holds the session's stages, compiled once at New
+	// (compileChain); info is the session as the stages see it.
+	chain *pipeline.Chain
+	info  pipeline.SessionInfo
 
 	// clientGone is closed at the first failed write to the client;
 	// clientErr is that failure (ClientGone, ClientErr).
@@ -145,8 +149,10 @@ type Session struct {
 
 type pending struct {
 	method string
-	cursor bool  // tools/list with a cursor param
-	call   *Call // tools/call: what Evidence needs to record the outcome
+	cursor bool // tools/list with a cursor param
+	// call is a forwarded tools/call with Evidence on, for its outcome
+	// (the chain's PhaseOutcome); nil otherwise.
+	call *pipeline.Call
 	// id is the request's id token as received (a copy), to answer it
 	// by when the server is gone (ServerGone).
 	id []byte
@@ -197,6 +203,12 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		clientGone: make(chan struct{}),
 		refreshing: make(chan struct{}, 1),
 	}
+	sess.info = pipeline.SessionInfo{PrincipalID: cfg.Principal.ID, Role: cfg.Principal.Role, ServerID: cfg.ServerID}
+	chain, err := compileChain(cfg, sess.catalog, lg)
+	if err != nil {
+		panic(err) // the stages are fixed: two with one name is a defect
+	}
+	sess.chain = chain
 	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
 		sess.ob = &outbox{}
 	}

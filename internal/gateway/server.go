@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
@@ -91,7 +94,7 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 		}
 		p, ok := s.pendingC2S[k]
 		delete(s.pendingC2S, k)
-		var call *Call
+		var call *pipeline.Call
 		if ok {
 			call = p.call
 		}
@@ -105,26 +108,21 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			s.record("server", "response to no pending request", 0, len(m.Raw), m.ID)
 			return false
 		}
-		if call != nil && s.cfg.Evidence != nil {
-			wait := s.cfg.Evidence.Responded(call, m)
-			withheld := func(id jsonrpc.ID, withhold bool, reason string) bool {
-				if withhold {
-					s.stats.Denied.Add(1)
-					_ = s.sendClient(errorFrame(id, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil))
-				}
-				return withhold
-			}
+		if call != nil {
+			// The outcome is recorded through the chain (the recorders'
+			// PhaseOutcome); the response is read before Record returns.
+			call.Response = &pipeline.Response{ID: m.ID, Result: m.Result, Error: m.Error, Raw: m.Raw}
+			wait := s.chain.Record(context.Background(), call, pipeline.PhaseOutcome)
+			call.Response = nil
 			if frame == nil {
-				withhold, reason := wait()
-				return !withheld(m.ID, withhold, reason)
+				return !s.withheld(m.ID, wait())
 			}
 			id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
-			// In the ordered queue to the client: relayed, or replaced by
-			// the withheld error, once the outcome is recorded.
+			// In the ordered sequencer to the client: relayed, or replaced
+			// by the withheld error, once the outcome is recorded.
 			_ = s.relayToClient(frame, func() (bool, []byte) {
-				if withhold, reason := wait(); withhold {
-					s.stats.Denied.Add(1)
-					return false, errorFrame(id, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil)
+				if reply := s.withheldFrame(id, wait()); reply != nil {
+					return false, reply
 				}
 				return true, nil
 			})
@@ -165,6 +163,33 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 		return true
 	}
 	return false
+}
+
+// withheldFrame is the CodeWithheld answer to a tools/call whose outcome
+// Future failed (a *WithheldError says why; any other error is an outcome
+// that could not be recorded), nil when err is nil. It counts the call as
+// denied.
+func (s *Session) withheldFrame(id jsonrpc.ID, err error) []byte {
+	if err == nil {
+		return nil
+	}
+	s.stats.Denied.Add(1)
+	reason := "the outcome could not be recorded"
+	var w *WithheldError
+	if errors.As(err, &w) {
+		reason = w.Reason
+	}
+	return errorFrame(id, CodeWithheld, "gatehouse: tools/call response withheld: "+reason, nil)
+}
+
+// withheld answers a batch member's tools/call whose outcome Future failed
+// with CodeWithheld (withheldFrame) and reports whether it did.
+func (s *Session) withheld(id jsonrpc.ID, err error) bool {
+	reply := s.withheldFrame(id, err)
+	if reply != nil {
+		_ = s.sendClient(reply)
+	}
+	return reply != nil
 }
 
 // nullIDError records an error response with "id": null that answers no

@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
@@ -49,9 +52,11 @@ func parseToolCall(params []byte) (toolCallParams, bool) {
 	return toolCallParams{name: c.Name, arguments: c.Arguments, meta: c.Meta}, true
 }
 
-// toolCall decides one tools/call request or notification: look up the
-// tool (refreshing the catalog when needed), evaluate policy, emit the
-// decision event, bind the receipt, then forward or answer.
+// toolCall handles one tools/call request or notification: read its
+// params, reserve its id, look up the tool (holding the call for a catalog
+// refresh when needed), then run it through the session's chain
+// (runToolCall): the deciders judge it, the recorders record the decision,
+// and it is forwarded or answered.
 func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool, []byte, error) {
 	p, ok := parseToolCall(m.Params)
 	if !ok {
@@ -100,7 +105,7 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		}(append([]byte(nil), line...))
 		return false, nil, nil
 	}
-	fwd, reply := s.decideToolCall(line, m, p, slot, !inBatch)
+	fwd, reply := s.runToolCall(line, m, p, slot, !inBatch)
 	return fwd, reply, nil
 }
 
@@ -120,7 +125,7 @@ func (s *Session) heldToolCall(frame []byte, slot *pending) {
 		s.refreshCatalog(p.meta)
 	}
 	<-s.refreshing
-	fwd, reply := s.decideToolCall(frame, &m, p, slot, false)
+	fwd, reply := s.runToolCall(frame, &m, p, slot, false)
 	s.deliver(frame, fwd, reply, func() bool { return !s.cancelled(m.ID, slot) })
 }
 
@@ -164,17 +169,66 @@ func (s *Session) wasAbandoned(slot *pending) bool {
 	return slot.abandoned
 }
 
-// decideToolCall evaluates policy for one tools/call, writes the decision
-// event (and the receipt and evidence), and reports whether to forward it
-// or the answer to send instead. line is the exact received line, nil for a
-// batch member.
+// runToolCall decides one tools/call through the session's chain
+// (decide), records the decision (the recorders' PhaseDecision), and
+// forwards or answers it once the records are durable (finishToolCall).
+// line is the exact received line, nil for a batch member.
 //
-// With async (the client relay loop calling) and an Evidence to wait for,
-// the call is finished in the ordered queue to the server, once its
-// evidence is durable, and decideToolCall reports neither a forward nor an
-// answer.
-func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
-	isRequest := m.Kind == jsonrpc.KindRequest
+// With async (the client relay loop calling) the call may be finished
+// later: in the outbox, after the burst's one write to the decision log,
+// or in the ordered sequencer to the server, once its evidence is durable;
+// runToolCall then reports neither a forward nor an answer.
+func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
+	pc, st := s.decide(line, m, p, slot)
+	// A call of the client loop's burst has its event encoded for the
+	// outbox's one write instead of written now (decisionLogStage).
+	st.stage = s.cfg.Log != nil && async && line != nil && s.stagingCalls(len(line))
+	rec := s.chain.Record(context.Background(), pc, pipeline.PhaseDecision)
+	st.dropFrame(pc)
+	if st.staged != nil || st.evCall != nil {
+		// The call may finish on another goroutine, and its evidence
+		// outlives the frame: the id is copied.
+		st.id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
+		pc.ID = st.id
+		if st.evCall != nil {
+			st.evCall.ID = st.id
+		}
+	}
+	switch {
+	case st.staged != nil:
+		// Finished after the burst's events are written (outbox.go).
+		staged := st.staged
+		st.staged = nil // the outbox copies it
+		if s.stageCall(line, staged, func(logErr error) (bool, []byte) {
+			st.logErr = logErr
+			return s.finishToolCall(pc, st, rec())
+		}) {
+			return false, nil
+		}
+		// The outbox filled up meanwhile (held frames joined it): the
+		// event is written now, alone.
+		_, err := s.cfg.Log.WriteEvents(staged)
+		if err != nil {
+			s.log.Error("decision log write failed", "err", err)
+		}
+		st.logErr = err
+		return s.finishToolCall(pc, st, rec())
+	case st.evCall != nil && async && line != nil && s.toServerQ != nil:
+		// The call waits for its evidence in the ordered sequencer to the
+		// server, so that the client relay goes on reading (a
+		// notifications/cancelled for this call included) and concurrent
+		// calls share durable ledger writes, while frames keep their
+		// order.
+		_ = s.toServerQ.Push(line, func() (bool, []byte) { return s.finishToolCall(pc, st, rec()) })
+		return false, nil
+	}
+	return s.finishToolCall(pc, st, rec())
+}
+
+// decide runs the session's deciders on one tools/call and returns the
+// call and its state (callState), with the decision mapped back to a
+// policy.Decision and the tool_call_id derived (request-receipts §7).
+func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending) (*pipeline.Call, *callState) {
 	received := time.Now()
 	tool, facts, known, stale, gen := s.catalog.lookupGen(p.name)
 	if stale {
@@ -185,211 +239,104 @@ func (s *Session) decideToolCall(line []byte, m *jsonrpc.Message, p toolCallPara
 	if !known || facts == nil {
 		facts = factsOf(tool, known)
 	}
-	meta := decodeObject(p.meta)
-	// The normalized side effect (evidence.md §4), as policy sees it.
-	sideEffect := facts.intent.SideEffect
-	var d policy.Decision
-	if known && s.catalog.argumentNameMismatch(p.name, p.arguments) {
-		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase,
-			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
-	} else if !known {
-		d = policy.Decision{Action: policy.ActionDeny, Rule: RuleUnknownTool, Reason: reasonUnknownTool, ReasonCode: RuleUnknownTool,
-			PolicyName: s.cfg.Policy.Name(), PolicyVersion: s.cfg.Policy.Version()}
-	} else if cached, ok := s.catalog.decision(p.name, gen); ok {
-		// The policy reads only the principal, the server and the tool
-		// (policy.DependsOnlyOnTool), all unchanged since this decision.
-		d = cached
-	} else {
-		in := &policy.Input{
-			Principal: s.cfg.Principal,
-			ServerID:  s.cfg.ServerID,
-			Tool:      facts.policyTool(p.name), // computed once per catalogued definition
-			ToolView:  facts.viewFor(p.name),    // likewise: no map of the tool per call
-			Meta:      meta,
-		}
-		if s.cfg.Policy.UsesArguments() {
-			// Decoded only for a policy that reads them: a large argument
-			// object costs a copy and a map otherwise.
-			in.Arguments = decodeObject(p.arguments)
-		}
-		d = s.cfg.Policy.Evaluate(in)
-		if s.cfg.Policy.DependsOnlyOnTool() {
-			s.catalog.keepDecision(p.name, gen, d)
-		}
+	// The call and its state are one allocation.
+	run := &struct {
+		call  pipeline.Call
+		state callState
+	}{
+		state: callState{
+			facts: facts, gen: gen, meta: decodeObject(p.meta),
+			line: line, id: m.ID, slot: slot, isRequest: m.Kind == jsonrpc.KindRequest, name: p.name,
+		},
+		call: pipeline.Call{
+			Session: s.info, ID: m.ID, Name: p.name, Arguments: p.arguments, Meta: p.meta,
+			Tool: tool, Known: known, Received: received,
+		},
 	}
-	allowed := d.Action == policy.ActionAllow || d.Action == policy.ActionMonitor
-
-	// Evidence before effect: the decision event is written before the
-	// frame is forwarded or answered.
+	pc, st := &run.call, &run.state
+	pc.State = st
+	st.decision = decisionOf(s.cfg.Policy, pc, s.chain.Decide(context.Background(), pc))
+	st.allowed = st.decision.Action == policy.ActionAllow || st.decision.Action == policy.ActionMonitor
+	st.code = CodeDenied
 	var rpcRaw []byte
 	if m.ID.Present() {
 		rpcRaw = m.ID.Raw()
 	}
-	tcID, strength, source := decisionlog.ToolCallID(meta, s.cfg.StrongKeys, m.ID.Present(), rpcRaw)
-	data := decisionlog.ToolDecision{
-		Tool:               p.name,
-		Decision:           string(d.Action),
-		ReasonCode:         d.ReasonCode,
-		Reason:             d.Reason,
-		MatchedRule:        d.Rule,
-		PolicyName:         d.PolicyName,
-		PolicyVersion:      d.PolicyVersion,
-		RPCIDPresent:       m.ID.Present(),
-		RPCID:              json.RawMessage("null"),
-		ToolCallID:         tcID,
-		ToolCallIDStrength: strength,
-		ToolCallIDSource:   source,
-		PrincipalID:        s.cfg.Principal.ID,
-		Role:               s.cfg.Principal.Role,
-		ServerID:           s.cfg.ServerID,
-		SideEffect:         sideEffect,
-		ToolKnown:          known,
-		Forwarded:          allowed,
-	}
-	if m.ID.Present() {
-		data.RPCID = json.RawMessage(rpcRaw)
-	}
-	if d.Shadow != nil {
-		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
-	}
-	code := CodeDenied
-	eventID := ""
-	// notRecorded refuses an allowed call whose decision or evidence could
-	// not be recorded, unless the policy says fail_open.
-	notRecorded := func() {
-		if allowed && s.settings.OnLogFailure != "fail_open" {
-			allowed = false
-			code = CodeNotRecorded
-			d.Rule, d.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
-		}
-	}
-	// staged is the event of a call that waits in the client loop's
-	// outbox for the burst's one write to the decision log.
-	var staged []byte
-	if s.cfg.Log != nil && async && line != nil && s.stagingCalls(len(line)) {
-		if ev, err := s.cfg.Log.Encode(decisionlog.TypeToolDecision, data); err == nil {
-			staged, eventID = ev.Bytes, ev.ID
-		}
-	}
-	if s.cfg.Log != nil && staged == nil {
-		ev, err := s.cfg.Log.Emit(decisionlog.TypeToolDecision, data)
-		eventID = ev.ID
-		if err != nil {
-			s.log.Error("decision log write failed", "err", err)
-			notRecorded()
-		}
-		if s.cfg.Receipts != nil {
-			// Called for every decision: a failed emit (zero ev) or a
-			// batch member (nil line) has no receipt of its own and
-			// marks the capture incomplete (request-receipts.md §4).
-			s.cfg.Receipts.Record(line, ev, m.ID.Present(), rpcRaw)
-		}
-	} else if s.cfg.Log == nil {
-		s.log.Info("tools/call decision", "tool", p.name, "decision", d.Action, "rule", d.Rule, "tool_call_id", tcID)
-	}
+	st.toolCallID, st.strength, st.source = decisionlog.ToolCallID(st.meta, s.cfg.StrongKeys, m.ID.Present(), rpcRaw)
+	return pc, st
+}
 
-	// finish forwards or answers the call once its evidence is recorded
-	// (evErr is the evidence's error, nil when it was recorded or there is
-	// no Evidence). It may run on another goroutine: it uses id, a copy.
-	id := m.ID
-	finish := func(call *Call, evErr error) (bool, []byte) {
-		if evErr != nil {
-			s.log.Error("evidence write failed", "err", evErr)
-			wasAllowed := allowed
-			notRecorded()
-			if wasAllowed && !allowed && s.cfg.Log != nil && eventID != "" {
-				// The decision event already says forwarded: the log
-				// is append-only, so a second event corrects it.
-				s.emitRefused(eventID, data, id, d.Rule, d.Reason)
+// finishToolCall forwards or answers a decided call once its decision's
+// records are resolved: recErr is the recorders' Future's result (nil when
+// every record is durable). It may run on another goroutine (the outbox's
+// flush, the sequencer): it uses st.id, a copy.
+//
+// A record that failed refuses an allowed call (-32081) unless the policy
+// says on_log_failure: fail_open; when the decision event was written with
+// forwarded true, a gatehouse.tool.refused.v1 event corrects it (the log
+// is append-only). A call the server's exit (ServerGone) or the client's
+// notifications/cancelled overtook is neither forwarded nor answered, and
+// its decision event likewise corrected.
+func (s *Session) finishToolCall(pc *pipeline.Call, st *callState, recErr error) (bool, []byte) {
+	failOpen := s.settings.OnLogFailure == "fail_open"
+	if recErr != nil {
+		if errors.Is(recErr, errNotLogged) {
+			// The decision event itself was not written: nothing to
+			// correct.
+			st.notRecorded(failOpen)
+		} else {
+			s.log.Error("evidence write failed", "err", recErr)
+			wasAllowed := st.allowed
+			st.notRecorded(failOpen)
+			if wasAllowed && !st.allowed && s.cfg.Log != nil && st.eventID != "" {
+				s.emitRefused(st, st.id, st.decision.Rule, st.decision.Reason)
 			}
 		}
-		if s.wasAbandoned(slot) {
-			// The server exited meanwhile and ServerGone answered the
-			// client: nothing is forwarded or answered now.
-			if allowed && s.cfg.Log != nil && eventID != "" {
-				s.emitRefused(eventID, data, id, ReasonServerGone, "the server exited before the call was forwarded")
+	}
+	id, slot := st.id, st.slot
+	if s.wasAbandoned(slot) {
+		// The server exited meanwhile and ServerGone answered the
+		// client: nothing is forwarded or answered now.
+		if st.allowed && s.cfg.Log != nil && st.eventID != "" {
+			s.emitRefused(st, id, ReasonServerGone, "the server exited before the call was forwarded")
+		}
+		return false, nil
+	}
+	if st.allowed {
+		if s.cancelled(id, slot) {
+			s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", pc.Name)
+			if s.cfg.Log != nil && st.eventID != "" {
+				s.emitRefused(st, id, ReasonCancelled, "the client cancelled the call (notifications/cancelled) before it was forwarded")
 			}
 			return false, nil
 		}
-		if allowed {
-			if s.cancelled(id, slot) {
-				s.log.Info("tools/call cancelled by the client before it was forwarded", "tool", p.name)
-				if s.cfg.Log != nil && eventID != "" {
-					s.emitRefused(eventID, data, id, ReasonCancelled, "the client cancelled the call (notifications/cancelled) before it was forwarded")
-				}
-				return false, nil
-			}
-			if slot != nil {
-				s.mu.Lock()
-				slot.call = call
-				s.mu.Unlock()
-			}
-			return true, nil
+		if slot != nil && st.evCall != nil {
+			// The response's outcome is recorded through the chain
+			// (PhaseOutcome, serverMessage).
+			s.mu.Lock()
+			slot.call = pc
+			s.mu.Unlock()
 		}
-		if !s.release(id, slot) {
-			return false, nil // answered by ServerGone meanwhile
-		}
-		s.stats.Denied.Add(1)
-		if !isRequest {
-			return false, nil
-		}
-		return false, s.denyFrame(id, code, d.Rule, d.Reason)
+		return true, nil
 	}
-	if s.cfg.Evidence == nil {
-		if staged != nil {
-			// Finished after the burst's events are written (outbox.go);
-			// the id is copied, the reader reuses its buffer.
-			mid := id
-			id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
-			if s.stageCall(line, staged, func(logErr error) (bool, []byte) {
-				if logErr != nil {
-					notRecorded()
-				}
-				return finish(nil, nil)
-			}) {
-				return false, nil
-			}
-			// The outbox filled up meanwhile (held frames joined it):
-			// the event is written now, alone.
-			id = mid
-			if _, err := s.cfg.Log.WriteEvents(staged); err != nil {
-				s.log.Error("decision log write failed", "err", err)
-				notRecorded()
-			}
-		}
-		return finish(nil, nil)
+	if !s.release(id, slot) {
+		return false, nil // answered by ServerGone meanwhile
 	}
-	call := &Call{
-		Name: p.name, Tool: tool, Known: known, Intent: facts.intent, facts: facts, ServerID: s.cfg.ServerID, Principal: s.cfg.Principal,
-		ID: m.ID, Arguments: p.arguments, Meta: p.meta, ToolCallID: tcID, ToolCallIDStrength: strength,
-		Decision: d, Forwarded: allowed, DecisionEventID: eventID, Received: received,
+	s.stats.Denied.Add(1)
+	if !st.isRequest {
+		return false, nil
 	}
-	wait := s.cfg.Evidence.Decided(call)
-	call.Arguments, call.Meta = nil, nil // only valid during Decided
-	if !async || line == nil {
-		return finish(call, wait())
-	}
-	// The call waits for its evidence in the ordered queue to the server,
-	// so that the client relay goes on reading (a notifications/cancelled
-	// for this call included) and concurrent calls share durable ledger
-	// writes, while frames keep their order.
-	id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
-	call.ID = id
-	if s.toServerQ == nil {
-		return finish(call, wait())
-	}
-	_ = s.toServerQ.Push(line, func() (bool, []byte) { return finish(call, wait()) })
-	return false, nil
+	return false, s.denyFrame(id, st.code, st.decision.Rule, st.decision.Reason)
 }
 
 // emitRefused writes the gatehouse.tool.refused.v1 event of an allowed
-// call refused after its decision event (decision) was written as
-// eventID: rule and reason say why. id is the call's JSON-RPC id (a copy:
-// decision.RPCID may point into a reused read buffer by now). A failed
-// write is logged; the call is refused either way.
-func (s *Session) emitRefused(eventID string, decision decisionlog.ToolDecision, id jsonrpc.ID, rule, reason string) {
-	data := decisionlog.ToolRefused{DecisionEventID: eventID, Tool: decision.Tool, RPCIDPresent: id.Present(),
-		RPCID: json.RawMessage("null"), ToolCallID: decision.ToolCallID, ReasonCode: rule, Reason: reason}
+// call refused after its decision event was written as st.eventID: rule
+// and reason say why. id is the call's JSON-RPC id (a copy once the call
+// may finish on another goroutine: the frame's buffer is reused by then).
+// A failed write is logged; the call is refused either way.
+func (s *Session) emitRefused(st *callState, id jsonrpc.ID, rule, reason string) {
+	data := decisionlog.ToolRefused{DecisionEventID: st.eventID, Tool: st.name, RPCIDPresent: id.Present(),
+		RPCID: json.RawMessage("null"), ToolCallID: st.toolCallID, ReasonCode: rule, Reason: reason}
 	if id.Present() {
 		data.RPCID = json.RawMessage(id.Raw())
 	}
@@ -443,7 +390,7 @@ func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string) []byte
 func decodeObject(raw []byte) map[string]any {
 	// raw is part of a strictly parsed frame: decoded in one pass, not
 	// parsed again (strictjson.Decode gives encoding/json's values with
-	// UseNumber and convertNumbers' conversion).
+	// UseNumber, integers that fit int64 as int64, other numbers float64).
 	if len(raw) == 0 || raw[0] != '{' {
 		return map[string]any{}
 	}
@@ -452,26 +399,4 @@ func decodeObject(raw []byte) map[string]any {
 		return m
 	}
 	return map[string]any{}
-}
-
-func convertNumbers(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = convertNumbers(e)
-		}
-		return t
-	case []any:
-		for i, e := range t {
-			t[i] = convertNumbers(e)
-		}
-		return t
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i
-		}
-		f, _ := t.Float64()
-		return f
-	}
-	return v
 }

@@ -150,6 +150,10 @@ type Call struct {
 	Known bool
 	// Received is when the gateway read the request.
 	Received time.Time
+	// Response is the server's response to the forwarded call while the
+	// Recorders run for PhaseOutcome, nil otherwise; its slices alias the
+	// response frame.
+	Response *Response
 	// State carries what the session's own stages share about the call
 	// (for example the catalog generation a cached decision belongs to).
 	State any

@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+// Stage names of the session's chain, in chain order. They are also the
+// names verdicts and diagnostics carry (pipeline.Verdict.Stage).
+const (
+	StageUnknownTool      = "unknown_tool"
+	StageArgumentNameCase = "argument_name_case"
+	StagePolicy           = "policy"
+	StageDecisionLog      = "decision_log"
+	StageRequestReceipts  = "request_receipts"
+	StageEvidence         = "evidence"
+)
+
+// callState is what the session's stages share about one tools/call
+// (pipeline.Call.State). The deciders read the catalogue's facts of the
+// tool as the call was looked up, the catalog generation they belong to
+// (for the policy stage's decision cache) and params._meta decoded once.
+// The recorders read the decision and fill in what they recorded, which
+// finishToolCall then reads; the call's goroutines hand it over through
+// the outbox or the sequencer, never share it at once.
+type callState struct {
+	facts *toolFacts
+	gen   uint64
+	meta  map[string]any
+
+	// line is the exact received line (nil for a batch member); id the
+	// call's id (a copy once the call may finish elsewhere); slot its
+	// pending entry (nil for a notification).
+	line      []byte
+	id        jsonrpc.ID
+	slot      *pending
+	isRequest bool
+	// name is the tool's name (params.name), for the refused event.
+	name string
+
+	// decision is the chain's verdict as a policy.Decision; allowed
+	// whether the call goes to the server, code the JSON-RPC code of its
+	// denial. A record that fails changes all three (notRecorded).
+	decision policy.Decision
+	allowed  bool
+	code     int
+	// toolCallID, strength and source are the call's tool_call_id
+	// (request-receipts §7).
+	toolCallID, strength, source string
+
+	// stage asks decisionLogStage to encode the event for the outbox
+	// instead of writing it; staged is that event, logErr the outbox
+	// write's result, set before the Future is called.
+	stage  bool
+	staged []byte
+	logErr error
+	// event is the decision event written (zero when the write failed or
+	// the event was staged) and eventID its id.
+	event   decisionlog.Event
+	eventID string
+	// evCall is the call as the Evidence saw it (evidenceStage), nil
+	// without Evidence.
+	evCall *Call
+}
+
+// notRecorded refuses an allowed call whose decision or evidence could
+// not be recorded (fail closed), unless failOpen (on_log_failure:
+// fail_open). It is idempotent.
+func (st *callState) notRecorded(failOpen bool) {
+	if st.allowed && !failOpen {
+		st.allowed = false
+		st.code = CodeNotRecorded
+		st.decision.Rule, st.decision.Reason = RuleNotRecorded, "the decision could not be recorded; refused (fail closed)"
+	}
+}
+
+// dropFrame lets go of everything of c and its state that aliases the
+// request frame (or holds the decision event's bytes) once the decision is recorded: the reader reuses its
+// buffer, and a call kept for its outcome (pending.call) must not keep a
+// big frame's buffer alive. What finishToolCall and the outcome need (the
+// id, a copy once the call may finish elsewhere; the event's id; the
+// decision) stays.
+func (st *callState) dropFrame(c *pipeline.Call) {
+	c.Arguments, c.Meta = nil, nil
+	st.line = nil
+	st.event = decisionlog.Event{ID: st.event.ID}
+}
+
+// stateOf returns the session's state of c; an error for a call made
+// elsewhere (a stage then fails closed).
+func stateOf(c *pipeline.Call) (*callState, error) {
+	st, _ := c.State.(*callState)
+	if st == nil {
+		return nil, fmt.Errorf("call %s has no session state", c.ID.String())
+	}
+	return st, nil
+}
+
+// compileChain builds the session's stages, compiled once at New:
+//
+//   - the deciders unknown_tool, argument_name_case and policy, in that
+//     order (an unknown tool is denied before policy is asked; the first
+//     deny stops the chain, so the decision names the stage that denied);
+//   - the recorders decision_log (always: without a decision log it
+//     writes the decision to the diagnostic logger), request_receipts
+//     (with a decision log and receipts) and evidence (with an Evidence),
+//     in that order: each reads what the one before it recorded (the
+//     event, its id).
+//
+// The stages share the session's catalog.
+func compileChain(cfg Config, cat *catalog, diag *slog.Logger) (*pipeline.Chain, error) {
+	failOpen := cfg.Policy.Settings().OnLogFailure == "fail_open"
+	stages := []pipeline.Stage{
+		unknownToolStage{},
+		argumentNameCaseStage{catalog: cat},
+		&policyStage{policy: cfg.Policy, catalog: cat},
+		&decisionLogStage{log: cfg.Log, diag: diag, failOpen: failOpen},
+	}
+	if cfg.Log != nil && cfg.Receipts != nil {
+		stages = append(stages, receiptsStage{receipts: cfg.Receipts})
+	}
+	if cfg.Evidence != nil {
+		stages = append(stages, evidenceStage{evidence: cfg.Evidence})
+	}
+	ch, err := pipeline.Compile(stages...)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: compile the stage chain: %w", err)
+	}
+	return ch, nil
+}
+
+// decisionOf maps the chain's merged verdict of c (and its first shadow
+// verdict) back to the policy.Decision the decision event and the
+// Evidence record: action, rule, reason, reason_code, the policy's name
+// and version, and the shadow decision.
+func decisionOf(pol *policy.Policy, c *pipeline.Call, v pipeline.Verdict) policy.Decision {
+	d := policy.Decision{
+		Action:        policy.Action(v.Action.String()),
+		Rule:          v.Rule,
+		Reason:        v.Reason,
+		ReasonCode:    v.ReasonCode,
+		PolicyName:    pol.Name(),
+		PolicyVersion: pol.Version(),
+	}
+	if sh := c.Shadows(); len(sh) > 0 {
+		d.Shadow = &policy.ShadowDecision{Action: policy.Action(sh[0].Action.String()), Rule: sh[0].Rule, Reason: sh[0].Reason, ReasonCode: sh[0].ReasonCode}
+	}
+	return d
+}
+
+// verdictOf is the verdict of a policy decision, given by stage; ok is
+// false for an action outside pipeline's vocabulary (which Policy never
+// returns).
+func verdictOf(stage string, a policy.Action, rule, reasonCode, reason string) (pipeline.Verdict, bool) {
+	act, err := pipeline.ParseAction(string(a))
+	if err != nil {
+		return pipeline.Verdict{}, false
+	}
+	v := pipeline.Verdict{Action: act, Stage: stage, Rule: rule, ReasonCode: reasonCode, Reason: reason}
+	if act == pipeline.Deny {
+		v.Code = CodeDenied
+	}
+	return v, true
+}

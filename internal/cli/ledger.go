@@ -616,7 +616,13 @@ func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 				}
 				links := ledgerLinks(e, pf)
 				for _, l := range links {
-					if ids[l] {
+					// A server_receipt_id is the server's choice: two
+					// calls may carry the same (a counter restarted, a
+					// replayed receipt). It joins an entry to the lineage
+					// only when the lineage starts from it; otherwise it
+					// is followed (to an older ledger's server receipt
+					// entry, by its record_id) but joins no other call.
+					if ids[l] && (l != pf.ServerReceiptID || l == e.RecordID || l == f.lineage) {
 						marked[seq], grew = true, true
 						for _, l := range links {
 							ids[l] = true

@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"strings"
+
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 )
@@ -112,12 +114,36 @@ func ToolIntentOf(tool *mcp.Tool) ToolIntent {
 	if len(tool.Meta) > 0 {
 		obj := append(append([]byte(`{"_meta":`), tool.Meta...), '}')
 		if raw, ok := FindToolDeclaration(obj); ok {
-			if d, _, err := ParseDeclaration(raw); err == nil {
-				decl = d
+			if d, problems, err := ParseDeclaration(raw); err == nil {
+				decl = towardDanger(d, problems)
 			}
 		}
 	}
 	return normalizeTool(decl, tool)
+}
+
+// towardDanger is declaration d with the fields that tried to say what the
+// tool does but could not be read (a problem: an item repeated or outside
+// the vocabulary, a value of the wrong type or case) taken as the unknown
+// default, the most dangerous value the gateway assumes of a tool it knows
+// nothing about: side_effect destructive for a flawed side_effect or
+// declared_side_effects, externality external for a flawed externality. A
+// declaration that names "delete" with one flaw must not leave the tool as
+// read-only as its annotations say (evidence.md §4: toward the more
+// dangerous value). d is modified and returned.
+func towardDanger(d *ToolDeclaration, problems []Problem) *ToolDeclaration {
+	for _, p := range problems {
+		field, _, _ := strings.Cut(p.Field, "[")
+		switch field {
+		case FieldSideEffect, FieldDeclaredSideEffects:
+			d.SideEffect = mcp.SideEffectDestructive
+		case FieldExternality:
+			if d.Externality == "" {
+				d.Externality = "external"
+			}
+		}
+	}
+	return d
 }
 
 // receiptSource is the Source of receipt r with status, or "" when

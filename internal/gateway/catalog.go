@@ -140,8 +140,47 @@ func (c *catalog) markStale() {
 	c.mu.Unlock()
 }
 
-// upsert records the tools of one tools/list result page.
+// listedTwice returns the names that tools lists more than once, nil when
+// none is. A name defined twice in one listing is ambiguous (a client may
+// keep either definition, the gateway would keep the last): it is not
+// catalogued, so a call to it is denied as unknown_tool.
+func listedTwice(tools []mcp.Tool) map[string]bool {
+	var seen, dup map[string]bool
+	for _, t := range tools {
+		if seen[t.Name] {
+			if dup == nil {
+				dup = map[string]bool{}
+			}
+			dup[t.Name] = true
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[t.Name] = true
+	}
+	return dup
+}
+
+// withoutNames returns tools without the definitions named in drop.
+func withoutNames(tools []mcp.Tool, drop map[string]bool) []mcp.Tool {
+	if drop == nil {
+		return tools
+	}
+	out := make([]mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		if !drop[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// upsert records the tools of one tools/list result page. A name the page
+// lists twice is removed from the catalog (listedTwice).
 func (c *catalog) upsert(tools []mcp.Tool) {
+	dup := listedTwice(tools)
+	tools = withoutNames(tools, dup)
 	facts := make([]*toolFacts, len(tools))
 	for i, t := range tools {
 		facts[i] = newToolFacts(t)
@@ -149,6 +188,11 @@ func (c *catalog) upsert(tools []mcp.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changed()
+	for n := range dup {
+		delete(c.tools, n)
+		delete(c.facts, n)
+		delete(c.props, n)
+	}
 	for i, t := range tools {
 		c.tools[t.Name] = t
 		c.facts[t.Name] = facts[i]
@@ -177,8 +221,10 @@ func (c *catalog) page(tools []mcp.Tool, first, last bool) {
 	}
 }
 
-// replace installs a complete listing (all pages) and clears stale.
+// replace installs a complete listing (all pages) and clears stale. A name
+// the listing defines twice is left out (listedTwice).
 func (c *catalog) replace(tools []mcp.Tool) {
+	tools = withoutNames(tools, listedTwice(tools))
 	m := make(map[string]mcp.Tool, len(tools))
 	facts := make(map[string]*toolFacts, len(tools))
 	props := make(map[string]map[string]string, len(tools))

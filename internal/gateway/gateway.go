@@ -404,6 +404,22 @@ func (s *Session) hold() bool {
 	return true
 }
 
+// WaitHeld waits at most d for the calls and batches held for a catalog
+// fetch to be decided and recorded, and reports whether none is left. The
+// front end calls it after ServerGone (which ends their fetches), before it
+// closes the evidence the held calls still write to: the relay from the
+// client, which waits for them too, may still be blocked reading.
+func (s *Session) WaitHeld(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for s.holding.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
 // unhold gives back a place taken by hold.
 func (s *Session) unhold() {
 	s.holding.Add(-1)

@@ -33,8 +33,14 @@ func (s *Session) handleServer(f *transport.Frame) error {
 		s.record("server", perr.Message, perr.Code, len(frame), id)
 		if isRequest {
 			// A server request (or notification): its id is the
-			// server's, not one of the client's requests.
-			return nil
+			// server's, not one of the client's requests. A request
+			// whose id can be read is answered, as an oversized one is,
+			// so that the server does not wait for a response that will
+			// never come; the answer names the kind of fault only.
+			if !id.Present() {
+				return nil
+			}
+			return s.sendServer(errorFrame(id, perr.Code, fmt.Sprintf("gatehouse: the request was refused (%d bytes): not a strict JSON-RPC 2.0 request", len(frame)), nil))
 		}
 		// The client gets the kind of fault only: the parser's message
 		// may quote a member name of the frame.

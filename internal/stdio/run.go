@@ -200,6 +200,12 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err := sess.ServerGone("gatehouse: the server exited before answering (" + how + ")"); err != nil {
 		lg.Debug("answering requests the server left pending", "err", err)
 	}
+	// The calls still held for a catalog fetch are decided now that their
+	// fetches ended: their decision events, receipts and evidence are
+	// written before the caller closes those.
+	if !sess.WaitHeld(5 * time.Second) {
+		lg.Warn("calls held for the catalog fetch were still undecided at exit")
+	}
 	code := 0
 	switch {
 	case failure != nil:

@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
@@ -545,6 +546,7 @@ func heuristics(t *mcp.Tool) heuristic {
 // letter ("deleteFile" -> delete, file; "get_url2" -> get, url;
 // "HTTPFetch" -> http, fetch).
 func words(s string) []string {
+	s = shown(s)
 	var out []string
 	var cur []rune
 	flush := func() {
@@ -578,11 +580,29 @@ func words(s string) []string {
 	return out
 }
 
+// shown is s as it reads: compatibility forms folded (NFKC: fullwidth
+// "ｄｅｌｅｔｅ" is "delete") and format characters dropped (a zero-width
+// space, joiner or soft hyphen inside "de\u200blete" shows nothing), so that
+// an invisible character or a wide form does not hide a word from the
+// tables.
+func shown(s string) string {
+	s = norm.NFKC.String(s)
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // flatten lowercases s and drops everything but letters and digits
 // ("API_Key" -> "apikey").
 func flatten(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	for _, r := range shown(s) {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			b.WriteRune(unicode.ToLower(r))
 		}

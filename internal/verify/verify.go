@@ -900,7 +900,7 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 		}
 		// The receipt writes the id token line-safe, as the decision log
 		// does.
-		if r.has(fRPCID) && !bytes.Equal(r.rpcID, linesafe.Append(nil, req.RPCID)) {
+		if r.has(fRPCID) && !sameIDToken(r.rpcID, req.RPCID) {
 			s.fail(CheckRPCIDTool, "receipts line %d: rpc_id is not the id token of request_line (type and exact text)", r.line)
 		}
 		// 9: the receipt against the decision event's projection.
@@ -925,7 +925,7 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 						// The decision log writes the id token line-safe:
 						// a string's raw controls and line breaks as \u
 						// escapes, nothing else changed.
-						if !bytes.Equal(ref.rpcID, linesafe.Append(nil, req.RPCID)) {
+						if !sameIDToken(ref.rpcID, req.RPCID) {
 							s.fail(CheckRPCIDTool, "receipts line %d: id differs from the decision event's projection (decision log line %d; type and exact text)", r.line, ref.line)
 						}
 					}
@@ -953,6 +953,15 @@ func (s *state) checkRequests(recs []*receipt, refs map[string]*refEvent) {
 			}
 		}
 	}
+}
+
+// sameIDToken reports whether got, an id as a receipt or decision event
+// wrote it, is the request line's id token want: its exact text (as
+// releases before line-safe JSON wrote it), or its line-safe form (raw
+// controls and Unicode line breaks in a string written as \u escapes,
+// nothing else changed).
+func sameIDToken(got, want []byte) bool {
+	return bytes.Equal(got, want) || bytes.Equal(got, linesafe.Append(nil, want))
 }
 
 // unquote decodes a raw JSON string value; ok is false for anything else.

@@ -20,10 +20,10 @@ func TestServerExitWhileACallIsHeldKeepsTheCapture(t *testing.T) {
 		f := newFiles(t)
 		h := start(t, wrapRun{flags: f.flags(true), server: append(f.server(), "--list-delay-ms", "5000", "--exit-after-ms", "600", "--exit-code", "3")})
 		h.play([]step{{line: initialize(`"init"`, "2025-06-18") + initialized, reply: `"init"`}})
-		h.send(toolCall(fmt.Sprint(i+1), "not_listed_yet", `{}`)) // held: the fetch is answered after the server has exited
+		h.Send(toolCall(fmt.Sprint(i+1), "not_listed_yet", `{}`)) // held: the fetch is answered after the server has exited
 		h.read()                                                  // answered: denied, or -32603 (the server exited)
 		if code := h.wait(); code != 3 {
-			t.Fatalf("run %d: exit %d, want the server's 3; stderr:\n%s", i, code, h.tail())
+			t.Fatalf("run %d: exit %d, want the server's 3; stderr:\n%s", i, code, h.Tail())
 		}
 		if code, v := verifyCapture(t, f.receipts, f.log); code != 0 {
 			t.Fatalf("run %d: the gateway's own capture is rejected (exit %d): %v", i, code, v.failed())

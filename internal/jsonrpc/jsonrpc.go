@@ -387,8 +387,8 @@ func parseStrict(body []byte) (Message, error) {
 		}
 		return m, nil
 	case '[':
-		if name := foldedDuplicate(val); name != "" {
-			return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: duplicate member name " + name + " (names may not differ only in case)"}
+		if foldedDuplicate(val) != "" {
+			return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: duplicate member name (names may not differ only in case)"}
 		}
 		p.reset(val)
 		return parseBatch(&p.dec, val)
@@ -410,8 +410,8 @@ func (p *parser) parseObject(body []byte) (Message, error) {
 	if _, err := p.dec.ReadToken(); err != io.EOF {
 		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: data after the JSON value"}
 	}
-	if name := foldedDuplicate(body); name != "" {
-		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: duplicate member name " + name + " (names may not differ only in case)"}
+	if foldedDuplicate(body) != "" {
+		return Message{Raw: body}, &Error{Code: CodeParseError, Message: "parse error: duplicate member name (names may not differ only in case)"}
 	}
 	if perr != nil {
 		return Message{Raw: body}, perr
@@ -425,14 +425,34 @@ func syntaxReason(err error) string {
 	if errors.As(err, &se) {
 		msg := se.Err.Error()
 		if strings.Contains(msg, "duplicate") {
-			return "duplicate member name " + se.JSONPointer.LastToken()
+			return fmt.Sprintf("duplicate member name at byte %d", se.ByteOffset)
 		}
-		return fmt.Sprintf("%s at byte %d", msg, se.ByteOffset)
+		return fmt.Sprintf("%s at byte %d", contentFree(msg), se.ByteOffset)
 	}
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "empty or truncated JSON"
 	}
 	return err.Error()
+}
+
+// contentFree removes from a parser message the parts that quote the
+// frame: the tokenizer quotes the bytes of a bad escape or string between
+// backticks (invalid surrogate pair `\udc00sk-liv`), and those bytes may
+// be a secret. Error messages are recorded in the decision log and shown
+// on stderr, which must never hold frame content; the single character
+// the tokenizer names in 'x' is kept (it says what was found).
+func contentFree(msg string) string {
+	for {
+		i := strings.IndexByte(msg, '`')
+		if i < 0 {
+			return msg
+		}
+		j := strings.IndexByte(msg[i+1:], '`')
+		if j < 0 {
+			return strings.TrimSpace(msg[:i])
+		}
+		msg = strings.TrimRight(msg[:i], " ") + msg[i+1+j+1:]
+	}
 }
 
 // parseBatch splits an already validated array into members.

@@ -255,18 +255,32 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 	// that the client's other traffic is not queued behind it.
 	if s.settings.UnknownTool == "fetch" && s.fetchAllowed() && s.batchNeedsRefresh(m) {
 		if !s.hold() {
-			// Refused whole, each request member answered on its own
-			// (as the members the gateway answers always are).
+			// No place to wait: the members that need the fetch are
+			// refused (a request answered with CodeBusy on its own, as
+			// the members the gateway answers always are), and the
+			// others (a response to a server request, a notification,
+			// a call to a known tool) are handled as usual now.
 			reason := s.busyReason()
-			s.record("client", reason, CodeBusy, len(frame), jsonrpc.ID{})
+			rest := jsonrpc.Message{Kind: jsonrpc.KindBatch}
+			var raws [][]byte
 			for i := range m.Members {
-				if mm := &m.Members[i]; mm.Kind == jsonrpc.KindRequest {
+				mm := &m.Members[i]
+				if !s.memberNeedsRefresh(mm) {
+					rest.Members = append(rest.Members, *mm)
+					raws = append(raws, mm.Raw)
+					continue
+				}
+				s.record("client", reason, CodeBusy, len(mm.Raw), mm.ID)
+				if mm.Kind == jsonrpc.KindRequest {
 					if err := s.sendClient(errorFrame(mm.ID, CodeBusy, "gatehouse: "+reason, nil)); err != nil {
 						return err
 					}
 				}
 			}
-			return nil
+			if len(rest.Members) == 0 {
+				return nil
+			}
+			return s.relayBatch(joinBatch(raws), &rest, true)
 		}
 		held := append([]byte(nil), frame...)
 		go func() {
@@ -287,18 +301,26 @@ func (s *Session) clientBatch(frame []byte, m *jsonrpc.Message) error {
 	return s.relayBatch(frame, m, true)
 }
 
+// memberNeedsRefresh reports whether batch member mm is a tools/call for a
+// tool the gateway does not know, or any tools/call while the catalog is
+// stale.
+func (s *Session) memberNeedsRefresh(mm *jsonrpc.Message) bool {
+	if mm.Method != mcp.MethodToolsCall {
+		return false
+	}
+	if p, ok := parseToolCall(mm.Params); ok {
+		_, known, stale := s.catalog.lookup(p.name)
+		return !known || stale
+	}
+	return false
+}
+
 // batchNeedsRefresh reports whether a member of batch m is a tools/call for
 // a tool the gateway does not know, or the catalog is stale.
 func (s *Session) batchNeedsRefresh(m *jsonrpc.Message) bool {
 	for i := range m.Members {
-		mm := &m.Members[i]
-		if mm.Method != mcp.MethodToolsCall {
-			continue
-		}
-		if p, ok := parseToolCall(mm.Params); ok {
-			if _, known, stale := s.catalog.lookup(p.name); !known || stale {
-				return true
-			}
+		if s.memberNeedsRefresh(&m.Members[i]) {
+			return true
 		}
 	}
 	return false

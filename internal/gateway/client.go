@@ -131,6 +131,9 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 			p.cursor = hasMember(m.Params, "cursor")
 		}
 		if !s.addPending(m.ID, p) {
+			if reply := s.goneReply(m); reply != nil {
+				return false, reply, nil
+			}
 			s.record("client", "request id already in flight", jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
 			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
 		}
@@ -155,12 +158,27 @@ func (s *Session) addPending(id jsonrpc.ID, p *pending) bool {
 	k := id.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.pendingC2S[k]; dup {
+	if _, dup := s.pendingC2S[k]; dup || s.goneMessage != "" {
 		return false
 	}
 	p.id = copyRaw(id.Raw())
 	s.pendingC2S[k] = p
 	return true
+}
+
+// goneReply is the answer to request m when it arrives after ServerGone
+// (a batch that waited for the catalog fetch, say): nothing will answer
+// it, so it gets ServerGone's error at once and is recorded. nil while the
+// server is there.
+func (s *Session) goneReply(m *jsonrpc.Message) []byte {
+	s.mu.Lock()
+	msg := s.goneMessage
+	s.mu.Unlock()
+	if msg == "" {
+		return nil
+	}
+	s.record("client", "request after the server exited", jsonrpc.CodeInternalError, len(m.Raw), m.ID)
+	return errorFrame(m.ID, jsonrpc.CodeInternalError, msg, nil)
 }
 
 // forgetCancelled drops the pending entry of a request the client cancelled

@@ -111,6 +111,9 @@ type Session struct {
 	revision    mcp.Revision // negotiated (initialize) or last declared (stateless)
 	lastMeta    []byte       // params._meta of the last stateless request, for private requests
 	receiptsErr error
+	// goneMessage is ServerGone's message once the server has exited: a
+	// request arriving later is answered with it (goneReply).
+	goneMessage string
 
 	// refreshing holds one token while a private tools/list fetch runs:
 	// one fetch at a time. A channel, not a mutex, so that a call waiting
@@ -532,13 +535,16 @@ func (s *Session) ClientErr() error {
 // ServerGone answers every client request still pending (sent to the
 // server, or being decided) with a JSON-RPC -32603 internal error carrying
 // message, and ends the gateway's own tools/list fetches: the server has
-// exited and nothing will answer them. A tools/call still waiting for its
+// exited and nothing will answer them; a request that arrives later (a
+// batch held for the catalog fetch, say) gets the same answer at once. A
+// tools/call still waiting for its
 // catalog fetch or its evidence is then neither forwarded nor answered
 // again. Call it once the server has exited and its output was read to the
 // end (or given up on). It returns the first failed write to the client,
 // wrapping ErrFatal; every request is tried either way.
 func (s *Session) ServerGone(message string) error {
 	s.mu.Lock()
+	s.goneMessage = message
 	ids := make([][]byte, 0, len(s.pendingC2S))
 	for k, p := range s.pendingC2S {
 		delete(s.pendingC2S, k)

@@ -75,6 +75,9 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 	if isRequest {
 		slot = &pending{method: mcp.MethodToolsCall}
 		if !s.addPending(m.ID, slot) {
+			if reply := s.goneReply(m); reply != nil {
+				return false, reply, nil
+			}
 			s.record("client", "request id already in flight", jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
 			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
 		}

@@ -238,8 +238,10 @@ func (s *Session) serverOversized(e *wire.FrameTooLargeError) error {
 
 // failResponse handles a server response that was dropped (over the limit,
 // or refused by the strict parse) but whose id could be read: the pending
-// client request it answers gets a -32603 error carrying message instead,
-// in order behind the responses before it, and its entry is removed; the
+// client request it answers gets a -32603 error carrying message instead
+// (for a forwarded tools/call with evidence, recorded first as the call's
+// outcome), in order behind the responses before it, and its entry is
+// removed; the
 // answer to one of the gateway's own tools/list requests ends that fetch at
 // once rather than at its timeout. An id naming nothing pending (or absent)
 // is left alone. The error is the client writer's (wrapping ErrFatal).
@@ -255,13 +257,32 @@ func (s *Session) failResponse(id jsonrpc.ID, message string) error {
 		close(ch)
 		return nil
 	}
-	_, ok := s.pendingC2S[k]
+	p, ok := s.pendingC2S[k]
 	delete(s.pendingC2S, k)
 	s.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	return s.relayToClient(errorFrame(id, jsonrpc.CodeInternalError, message, nil), nil)
+	answer := errorFrame(id, jsonrpc.CodeInternalError, message, nil)
+	if p.call == nil {
+		return s.relayToClient(answer, nil)
+	}
+	// A forwarded tools/call with evidence: its outcome is the answer the
+	// client gets in place of the refused response, recorded like any
+	// response (the chain's PhaseOutcome) before it is relayed.
+	m, err := jsonrpc.Parse(answer)
+	if err != nil {
+		return s.relayToClient(answer, nil) // cannot happen: errorFrame builds valid JSON-RPC
+	}
+	p.call.Response = &pipeline.Response{ID: m.ID, Error: m.Error, Raw: m.Raw}
+	wait := s.chain.Record(context.Background(), p.call, pipeline.PhaseOutcome)
+	p.call.Response = nil
+	return s.relayToClient(answer, func() (bool, []byte) {
+		if reply := s.withheldFrame(id, wait()); reply != nil {
+			return false, reply
+		}
+		return true, nil
+	})
 }
 
 // maxFetchPages bounds the pages of one private tools/list fetch.

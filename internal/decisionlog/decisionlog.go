@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -146,9 +147,15 @@ type envelope struct {
 type Log struct {
 	mu     sync.Mutex
 	f      *os.File
+	w      io.Writer // where events go: f, or a test's writer
 	path   string
 	source string
 	now    func() time.Time
+	// torn is set when a write ended part-way through a line (a full
+	// disk, say): the next write first ends that torn line with an LF, so
+	// that its event starts a line of its own and a line reader loses only
+	// the torn event, not the next one with it.
+	torn bool
 }
 
 // Open opens the decision log at path for appending, creating it when
@@ -180,7 +187,7 @@ func Open(path, source string) (*Log, error) {
 	default:
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
-	return &Log{f: f, path: path, source: source, now: time.Now}, nil
+	return &Log{f: f, w: f, path: path, source: source, now: time.Now}, nil
 }
 
 // Path returns the path the log was opened with.
@@ -299,9 +306,18 @@ func (l *Log) write(b []byte) (int, error) {
 	if l.f == nil {
 		return 0, os.ErrClosed
 	}
-	n, err := l.f.Write(b)
+	if l.torn {
+		if _, err := l.w.Write([]byte{'\n'}); err != nil {
+			return 0, fmt.Errorf("ending a torn line: %w", err)
+		}
+		l.torn = false
+	}
+	n, err := l.w.Write(b)
 	if err == nil && n != len(b) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
+	}
+	if err != nil && n > 0 && b[n-1] != '\n' {
+		l.torn = true
 	}
 	return n, err
 }

@@ -98,6 +98,17 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 		if m.Method == mcp.MethodToolsCall {
 			return s.toolCall(line, m, inBatch)
 		}
+		if mcp.NearMethod(m.Method, mcp.MethodToolsCall) {
+			// "TOOLS/CALL", "tools/call ", "tools/\u200bcall": a server
+			// that matches method names loosely would run a tool call
+			// that no policy decided. Refused, never forwarded.
+			const reason = "method differs from tools/call only in case, spacing, control or format characters"
+			s.record("client", reason, jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
+			if m.Kind == jsonrpc.KindNotification {
+				return false, nil, nil
+			}
+			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: invalid request: "+reason, nil), nil
+		}
 		s.noteDeclaredRevision(m)
 		if m.Kind == jsonrpc.KindNotification {
 			if m.Method == mcp.MethodCancelled {

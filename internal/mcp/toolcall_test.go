@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
@@ -132,6 +133,45 @@ func BenchmarkParseToolCall1MiB(b *testing.B) {
 			if _, ok := parseToolCallRef(params); !ok {
 				b.Fatal("refused")
 			}
+		}
+	})
+}
+
+func TestNearMethod(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		near   bool
+	}{
+		{"tools/call", false},
+		{"TOOLS/CALL", true},
+		{"Tools/Call", true},
+		{"tools/call ", true},
+		{" tools/call", true},
+		{"tools/call\u0000", true},
+		{"tools/\u200bcall", true},
+		{"tools/cal\u017f", false}, // long s folds to s, not l
+		{"tools/caLL\t", true},
+		{"tools/list", false},
+		{"tools/calls", false},
+		{"tool/call", false},
+		{"", false},
+	} {
+		if got := NearMethod(tc.method, MethodToolsCall); got != tc.near {
+			t.Errorf("NearMethod(%q) = %v, want %v", tc.method, got, tc.near)
+		}
+	}
+}
+
+func FuzzNearMethod(f *testing.F) {
+	for _, s := range []string{"tools/call", "TOOLS/CALL", "tools/call ", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, method string) {
+		if NearMethod(method, MethodToolsCall) && method == MethodToolsCall {
+			t.Fatal("the method itself is reported near")
+		}
+		if method != MethodToolsCall && strings.EqualFold(method, MethodToolsCall) && !NearMethod(method, MethodToolsCall) {
+			t.Fatalf("%q folds to tools/call but is not near", method)
 		}
 	})
 }

@@ -95,7 +95,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.policyPath, "policy", "", "policy file (YAML); without it the built-in default policy applies")
 	fl.StringVar(&f.role, "role", "", "the caller's role, for policy (principal.role)")
 	fl.StringVar(&f.principal, "principal", "", "the caller's id, for policy (principal.id)")
-	fl.StringVar(&f.serverID, "server-id", "", "the server's id, for policy and evidence (default: the command's base name)")
+	fl.StringVar(&f.serverID, "server-id", "", "the server's id, for policy and evidence (default: the command's base name, or for a package runner or interpreter such as npx, uvx, node or python the package's or script's name)")
 	fl.StringVar(&f.decisionLog, "decision-log", "", "append CloudEvents decision events to this file (created 0600)")
 	fl.StringVar(&f.eventSource, "event-source", "", "CloudEvents source URI of the events, e.g. gatehouse://host/name (required with --decision-log)")
 	fl.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest frame in bytes, terminator included, in both directions")
@@ -271,7 +271,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	}
 	serverID := f.serverID
 	if serverID == "" {
-		serverID = filepath.Base(argv[0])
+		serverID = defaultServerID(argv)
 	}
 	require := f.requireRcpts
 	if fromPolicy := pol.Settings().ReceiptRequirement(serverID); require == "" {

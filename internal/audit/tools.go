@@ -92,8 +92,10 @@ func newToolFacts(c *gateway.Call) *toolFacts {
 		// the policy decided on and the decision event recorded.
 		f.intent = c.Intent
 	case c.Known:
+		// As the gateway computes it (a flawed dangerous declaration
+		// taken toward danger, not dropped).
 		tool := *t
-		f.intent = evidence.Normalize(evidence.IntentInput{Declaration: f.decl, Tool: &tool})
+		f.intent = evidence.ToolIntentOf(&tool)
 	default:
 		// Not listed, or listed before a list_changed: nothing about it
 		// is trusted, as the gateway decides it (evidence.ToolIntentOf(nil)).

@@ -45,7 +45,12 @@ func (s *Session) handleServer(f *transport.Frame) error {
 		// The client gets the kind of fault only: the parser's message
 		// may quote a member name of the frame.
 		why := "not a JSON-RPC 2.0 response"
-		if perr.Code == jsonrpc.CodeParseError {
+		switch {
+		case len(frame) == 0 || frame[len(frame)-1] != '\n':
+			// The last line of the stream, without its LF: the server's
+			// output ended inside the response (it crashed, say).
+			why = "cut off: the server's output ended inside it"
+		case perr.Code == jsonrpc.CodeParseError:
 			why = "not strict JSON"
 		}
 		return s.failResponse(id, fmt.Sprintf("gatehouse: the server's response was refused (%d bytes): %s", len(frame), why))

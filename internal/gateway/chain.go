@@ -27,7 +27,7 @@ const (
 // (for the policy stage's decision cache) and params._meta decoded once.
 // The recorders read the decision and fill in what they recorded, which
 // finishToolCall then reads; the call's goroutines hand it over through
-// the outbox or the sequencer, never share it at once.
+// the Sequencer, never share it at once.
 type callState struct {
 	facts *toolFacts
 	gen   uint64
@@ -53,9 +53,9 @@ type callState struct {
 	// (request-receipts §7).
 	toolCallID, strength, source string
 
-	// stage asks decisionLogStage to encode the event for the outbox
-	// instead of writing it; staged is that event, logErr the outbox
-	// write's result, set before the Future is called.
+	// stage asks decisionLogStage to encode the event for the burst's
+	// one write (logBurst) instead of writing it; staged is that event,
+	// logErr that write's result, set before the Future is called.
 	stage  bool
 	staged []byte
 	logErr error

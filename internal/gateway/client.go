@@ -39,38 +39,21 @@ func (s *Session) handleClient(f *transport.Frame) error {
 		if !out {
 			return nil
 		}
-		if s.toServerQ == nil {
-			// notifications/cancelled and notifications/progress never
-			// wait behind the calls of the outbox (a cancelled call there
-			// is then not forwarded).
-			if m.Kind == jsonrpc.KindNotification && (m.Method == mcp.MethodCancelled || m.Method == mcp.MethodProgress) {
-				return s.sendServer(frame)
-			}
-			var ready func(error) (bool, []byte)
-			if m.Kind == jsonrpc.KindRequest {
-				// Should it wait in the outbox, a request the client
-				// cancels meanwhile is not forwarded.
-				id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
-				s.mu.Lock()
-				slot := s.pendingC2S[id.Key()]
-				s.mu.Unlock()
-				ready = func(error) (bool, []byte) { return !s.cancelled(id, slot), nil }
-			}
-			return s.forwardClient(frame, ready)
-		}
-		// Evidence on: frames keep their order through the queue, except
+		// Frames keep their order through the Sequencer, except
 		// notifications/cancelled and notifications/progress, which go at
-		// once; a request the client cancelled while queued is then not
-		// forwarded.
+		// once and never wait behind calls; a request the client cancelled
+		// while it waited is then not forwarded.
 		switch {
 		case m.Kind == jsonrpc.KindNotification && (m.Method == mcp.MethodCancelled || m.Method == mcp.MethodProgress):
 			return s.sendServer(frame)
 		case m.Kind == jsonrpc.KindRequest:
-			id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
+			// The key is computed once: the check runs for every request
+			// (on the loop when nothing waits).
+			key := m.ID.Key()
 			s.mu.Lock()
-			slot := s.pendingC2S[id.Key()]
+			slot := s.pendingC2S[key]
 			s.mu.Unlock()
-			return s.relayToServer(frame, func() (bool, []byte) { return !s.cancelled(id, slot), nil })
+			return s.relayToServer(frame, func() (bool, []byte) { return !s.cancelledKey(key, slot), nil })
 		}
 		return s.relayToServer(frame, nil)
 	}
@@ -358,7 +341,7 @@ func (s *Session) batchNeedsRefresh(m *jsonrpc.Message) bool {
 // relayBatch decides every member of batch m in order and forwards what is
 // allowed, answering the rest. loop is true on the client relay loop, false
 // on the goroutine of a batch held for a catalog fetch (which must not use
-// the loop's outbox).
+// the loop's burst: it pushes through deliverHeld).
 func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message, loop bool) error {
 	var keep [][]byte
 	var replies [][]byte
@@ -381,7 +364,7 @@ func (s *Session) relayBatch(frame []byte, m *jsonrpc.Message, loop bool) error 
 		}
 	}
 	send := s.relayToServer
-	if !loop && s.toServerQ == nil {
+	if !loop {
 		send = func(f []byte, _ func() (bool, []byte)) error { return s.deliverHeld(f, true, nil, nil) }
 	}
 	switch {

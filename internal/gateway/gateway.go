@@ -122,15 +122,21 @@ type Session struct {
 	held       sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
 	holding    atomic.Int64   // calls and batches held for a catalog fetch now (<= cfg.MaxHeld)
 
-	// With Evidence on, frames go through these ordered sequencers
-	// (pipeline.Sequencer: each frame waits for its evidence, nothing
-	// overtakes anything); nil otherwise.
+	// toServerQ delivers every client frame to the server in order
+	// (pipeline.Sequencer: a frame waits for its evidence, or for its
+	// burst's decision-log write, and nothing overtakes anything); with
+	// Evidence on, toClientQ does the same for server frames (nil
+	// otherwise).
 	toServerQ, toClientQ *pipeline.Sequencer
-	// ob gathers a burst's decision events into one write (outbox.go);
-	// nil unless there is a decision log and neither Evidence nor
-	// receipts. Only the client relay loop uses it.
-	ob     *outbox
-	opened atomic.Bool
+	// bursts is set when the client loop gathers a burst's decision
+	// events into one write (burst.go): a decision log and neither
+	// Evidence nor receipts. burst is the one being gathered (nil
+	// outside a burst), spareEvents a buffer kept for the next; only the
+	// client relay loop uses them.
+	bursts      bool
+	burst       *logBurst
+	spareEvents []byte
+	opened      atomic.Bool
 	// initialized is set when the client's notifications/initialized is
 	// forwarded: private tools/list fetches wait for it (fetchAllowed).
 	initialized atomic.Bool
@@ -212,11 +218,12 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		panic(err) // the stages are fixed: two with one name is a defect
 	}
 	sess.chain = chain
-	if cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil {
-		sess.ob = &outbox{}
-	}
+	sess.bursts = cfg.Log != nil && cfg.Evidence == nil && cfg.Receipts == nil
+	// An answer the client cannot take (a refused call's) does not stop
+	// the frames to the server: their events say they were forwarded.
+	answerClient := func(b []byte) error { _ = sess.sendClient(b); return nil }
+	sess.toServerQ = pipeline.NewSequencer(sess.sendServer, answerClient, sess.toServer.hold, sequencerDepth, func(err error) { sess.log.Error("relay to server failed", "err", err) })
 	if cfg.Evidence != nil {
-		sess.toServerQ = pipeline.NewSequencer(sess.sendServer, sess.sendClient, sess.toServer.hold, sequencerDepth, func(err error) { sess.log.Error("relay to server failed", "err", err) })
 		sess.toClientQ = pipeline.NewSequencer(sess.sendClient, sess.sendClient, sess.toClient.hold, sequencerDepth, func(err error) {
 			sess.log.Error("relay to client failed", "err", err)
 			sess.markClientGone(err)
@@ -242,14 +249,12 @@ func (s *Session) Revision() mcp.Revision {
 // server failed, the receipt file was taken), or the client Conn's read
 // error.
 func (s *Session) RunClient(ctx context.Context) error {
-	if s.toServerQ != nil {
-		defer s.toServerQ.Close()
-	}
+	defer s.toServerQ.Close()
 	// Calls still held (catalog fetch) are decided before the client side
 	// is reported done and the queue closes (deferred calls run last-in
 	// first-out).
 	defer s.held.Wait()
-	return s.relay(ctx, s.client, "client", s.toServer, s.handleClient, s.clientOversized, s.ob)
+	return s.relay(ctx, s.client, "client", s.toServer, s.handleClient, s.clientOversized, true)
 }
 
 // RunServer relays frames from the server until its Conn reports end of
@@ -263,7 +268,7 @@ func (s *Session) RunServer(ctx context.Context) error {
 		// the server side is reported done.
 		defer s.toClientQ.Close()
 	}
-	return s.relay(ctx, s.server, "server", s.toClient, s.handleServer, s.serverOversized, nil)
+	return s.relay(ctx, s.server, "server", s.toClient, s.handleServer, s.serverOversized, false)
 }
 
 // relay is the loop of one direction: read a frame from src, hand it to
@@ -279,10 +284,10 @@ func (s *Session) RunServer(ctx context.Context) error {
 // Evidence no handler blocks (catalog fetches run on their own
 // goroutines); with Evidence the loop does not hold at all.
 //
-// ob is the client loop's outbox (nil for the server loop, or when there is
-// none): it is active while the loop holds dst, and flushed before every
-// release.
-func (s *Session) relay(ctx context.Context, src transport.Conn, from string, dst *peer, handle func(*transport.Frame) error, oversized func(*wire.FrameTooLargeError) error, ob *outbox) (err error) {
+// client is set for the client loop: while it holds dst it gathers a
+// burst of decision events (burst.go, when the session does), written
+// before every release.
+func (s *Session) relay(ctx context.Context, src transport.Conn, from string, dst *peer, handle func(*transport.Frame) error, oversized func(*wire.FrameTooLargeError) error, client bool) (err error) {
 	buffered := func() bool { return false }
 	if b, ok := src.(transport.Buffered); ok {
 		buffered = b.Buffered
@@ -290,10 +295,12 @@ func (s *Session) relay(ctx context.Context, src transport.Conn, from string, ds
 	holding := false
 	defer func() {
 		if holding {
-			if ob != nil {
-				if ferr := s.setActive(false); ferr != nil && err == nil {
-					err = ferr
-				}
+			var ferr error
+			if client {
+				ferr = s.endBurst()
+			}
+			if ferr != nil && err == nil {
+				err = ferr
 			}
 			if rerr := dst.Release(); rerr != nil && err == nil {
 				err = fmt.Errorf("%w: %w", ErrFatal, rerr)
@@ -307,8 +314,8 @@ func (s *Session) relay(ctx context.Context, src transport.Conn, from string, ds
 		if holding && !buffered() {
 			holding = false
 			var ferr error
-			if ob != nil {
-				ferr = s.setActive(false)
+			if client {
+				ferr = s.endBurst()
 			}
 			// Released even when the flush failed: what it wrote to dst
 			// before the failure has its events in the log.
@@ -340,8 +347,8 @@ func (s *Session) relay(ctx context.Context, src transport.Conn, from string, ds
 		if !holding && s.cfg.Evidence == nil && buffered() {
 			dst.Hold()
 			holding = true
-			if ob != nil {
-				_ = s.setActive(true)
+			if client {
+				s.beginBurst()
 			}
 		}
 		big := len(frame.Raw) >= bigFrame
@@ -359,9 +366,10 @@ func (s *Session) relay(ctx context.Context, src transport.Conn, from string, ds
 }
 
 // sequencerDepth bounds the frames waiting in each direction's sequencer
-// for their evidence; a full sequencer makes the relay loop wait
-// (backpressure).
-const sequencerDepth = 1024
+// for their evidence or their burst's decision-log write; a full
+// sequencer makes the relay loop wait (backpressure). A variable only so
+// that tests can make it small.
+var sequencerDepth = 1024
 
 // bigFrame is the frame size from which the memory a frame used is given
 // back to the operating system once it is handled: a 16 MiB frame must not
@@ -443,14 +451,13 @@ func (s *Session) closePrivate() {
 	}
 }
 
-// relayToServer forwards a client frame: through the ordered queue when
-// there is one, else at once.
+// relayToServer forwards a frame of the client relay loop through the
+// Sequencer to the server (loopPush): at once when nothing waits there.
+// ready, when not nil, decides when the frame leaves whether it still
+// goes (a request the client cancelled meanwhile does not); it must not
+// block.
 func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error {
-	if s.toServerQ != nil {
-		_ = s.toServerQ.Push(frame, ready) // ErrSequencerClosed only after RunClient returned
-		return nil
-	}
-	return s.forwardClient(frame, nil)
+	return s.loopPush(frame, nil, ready)
 }
 
 // relayToClient forwards a server frame: through the ordered queue when

@@ -299,8 +299,8 @@ const maxFetchPages = 100
 // in this fetch, for at most maxFetchPages pages, and gives up after
 // FetchTimeout; on any of these (and on an error answer) the catalog is
 // left as it was and a warning is logged. The requests go to the server in
-// order behind the client frames already on their way (the outbox, the
-// ordered queue): a fetch that the client's notifications/initialized
+// order behind the client frames already on their way (the Sequencer to
+// the server): a fetch that the client's notifications/initialized
 // allowed never overtakes it. Callers check fetchAllowed first.
 func (s *Session) refreshCatalog(callMeta []byte) {
 	deadline := time.Now().Add(s.cfg.FetchTimeout)
@@ -377,12 +377,9 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 
 // sendPrivate sends one of the gateway's own requests to the server, from a
 // goroutine other than the relay loops: in order behind what waits in the
-// ordered queue or the client loop's outbox.
+// Sequencer to the server.
 func (s *Session) sendPrivate(req []byte) error {
-	if s.toServerQ != nil {
-		return s.toServerQ.Push(req, nil)
-	}
-	return s.deliverHeld(req, true, nil, nil)
+	return s.toServerQ.PushAfter(req, nil, nil)
 }
 
 // fetchAllowed reports whether the gateway may send its own tools/list

@@ -22,9 +22,10 @@ var errNotLogged = errors.New("decision event not written")
 // that failed refuses the allowed call at once (callState.notRecorded), so
 // that the recorders after it (evidence) record the refusal; its Future
 // reports the failure (wrapping errNotLogged). A call of the client loop's
-// burst (callState.stage) has its event encoded instead, for the outbox's
-// one write: its Future then reports that write's result, and must be
-// called only after it (outbox.flushLocked).
+// burst (callState.stage) has its event encoded instead, for the burst's
+// one write (logBurst): its Future then reports that write's result, and
+// must be called only after it (the call's Ready in the Sequencer, once
+// the burst's done is closed by Session.flushBurst).
 //
 // Without a decision log the decision goes to the diagnostic logger.
 type decisionLogStage struct {

@@ -143,6 +143,16 @@ func (s *Session) cancelled(id jsonrpc.ID, slot *pending) bool {
 	return s.pendingC2S[id.Key()] != slot
 }
 
+// cancelledKey is cancelled given the request id's key (jsonrpc.ID.Key).
+func (s *Session) cancelledKey(key string, slot *pending) bool {
+	if slot == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pendingC2S[key] != slot
+}
+
 // release frees the pending slot of a call that will not be forwarded. It
 // reports false when ServerGone has answered the call already (the caller
 // must not answer it again).
@@ -178,14 +188,14 @@ func (s *Session) wasAbandoned(slot *pending) bool {
 // line is the exact received line, nil for a batch member.
 //
 // With async (the client relay loop calling) the call may be finished
-// later: in the outbox, after the burst's one write to the decision log,
-// or in the ordered sequencer to the server, once its evidence is durable;
+// later, in the Sequencer to the server: after the burst's one write to
+// the decision log (burst.go), or once its evidence is durable;
 // runToolCall then reports neither a forward nor an answer.
 func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
 	pc, st := s.decide(line, m, p, slot)
 	// A call of the client loop's burst has its event encoded for the
-	// outbox's one write instead of written now (decisionLogStage).
-	st.stage = s.cfg.Log != nil && async && line != nil && s.stagingCalls(len(line))
+	// burst's one write instead of written now (decisionLogStage).
+	st.stage = async && line != nil && s.stagingCalls(len(line))
 	rec := s.chain.Record(context.Background(), pc, pipeline.PhaseDecision)
 	st.dropFrame(pc)
 	if st.staged != nil || st.evCall != nil {
@@ -199,23 +209,15 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 	}
 	switch {
 	case st.staged != nil:
-		// Finished after the burst's events are written (outbox.go).
-		staged := st.staged
-		st.staged = nil // the outbox copies it
-		if s.stageCall(line, staged, func(logErr error) (bool, []byte) {
-			st.logErr = logErr
+		// Finished after the burst's events are written (burst.go): the
+		// frame waits in the Sequencer for that write.
+		b, end := s.stageEvent(st.staged)
+		st.staged = nil // copied into the burst
+		_ = s.loopPush(line, b.done, func() (bool, []byte) {
+			st.logErr = b.errFor(end)
 			return s.finishToolCall(pc, st, rec())
-		}) {
-			return false, nil
-		}
-		// The outbox filled up meanwhile (held frames joined it): the
-		// event is written now, alone.
-		_, err := s.cfg.Log.WriteEvents(staged)
-		if err != nil {
-			s.log.Error("decision log write failed", "err", err)
-		}
-		st.logErr = err
-		return s.finishToolCall(pc, st, rec())
+		}) // fails only once the server is gone
+		return false, nil
 	case st.evCall != nil && async && line != nil && s.toServerQ != nil:
 		// The call waits for its evidence in the ordered sequencer to the
 		// server, so that the client relay goes on reading (a
@@ -271,8 +273,8 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 
 // finishToolCall forwards or answers a decided call once its decision's
 // records are resolved: recErr is the recorders' Future's result (nil when
-// every record is durable). It may run on another goroutine (the outbox's
-// flush, the sequencer): it uses st.id, a copy.
+// every record is durable). It may run on another goroutine (the
+// Sequencer's): it uses st.id, a copy.
 //
 // A record that failed refuses an allowed call (-32081) unless the policy
 // says on_log_failure: fail_open; when the decision event was written with
@@ -358,7 +360,7 @@ func copyRaw(b []byte) []byte {
 
 // deliver sends a decided call's answer to the client and/or its frame to
 // the server, from a goroutine other than the relay loops (a held call):
-// behind what waits in the client loop's outbox, if anything does, and
+// through the Sequencer to the server behind what waits there, and
 // then only if wanted still says so (deliverHeld).
 func (s *Session) deliver(frame []byte, forward bool, reply []byte, wanted func() bool) {
 	if err := s.deliverHeld(frame, forward, reply, wanted); err != nil {

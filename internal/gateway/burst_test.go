@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,10 +44,10 @@ func (h *harness) mustServerGet(subs ...string) {
 	}
 }
 
-// TestOutboxCancelledRequestNotForwarded: a request that waits in the
-// outbox behind a call of its burst, and that the client cancels in the
+// TestBurstCancelledRequestNotForwarded: a request that waits in the
+// Sequencer behind a call of its burst, and that the client cancels in the
 // same burst, is not forwarded (the cancel itself goes at once).
-func TestOutboxCancelledRequestNotForwarded(t *testing.T) {
+func TestBurstCancelledRequestNotForwarded(t *testing.T) {
 	h := newHarness(t, Config{Policy: readonlyPolicy(t, ""), Log: openTestLog(t)})
 	h.send(`{"jsonrpc":"2.0","id":"L","method":"tools/list"}` + "\n")
 	h.recv()
@@ -69,10 +70,10 @@ func TestOutboxCancelledRequestNotForwarded(t *testing.T) {
 	}
 }
 
-// TestOutboxForwardsWhenTheClientIsGone: when an answer of a burst cannot
+// TestBurstForwardsWhenTheClientIsGone: when an answer of a burst cannot
 // be written to the client, the burst's allowed calls, whose events say
 // they were forwarded, still reach the server.
-func TestOutboxForwardsWhenTheClientIsGone(t *testing.T) {
+func TestBurstForwardsWhenTheClientIsGone(t *testing.T) {
 	h := newHarness(t, Config{Policy: readonlyPolicy(t, ""), Log: openTestLog(t), Principal: policy.Principal{Role: "readonly_agent"}})
 	h.send(`{"jsonrpc":"2.0","id":"L","method":"tools/list"}` + "\n")
 	h.recv()
@@ -216,11 +217,11 @@ func (r *gatedRig) waitReceived(want string) []string {
 	}
 }
 
-// TestOutboxHeldCallKeepsClientOrder: a call held for a catalog fetch (an
+// TestBurstHeldCallKeepsClientOrder: a call held for a catalog fetch (an
 // unknown tool) that is decided while an earlier call of its burst still
-// waits in the outbox goes to the server after it, as the client sent them
+// waits in the Sequencer for its burst's decision-log write goes to the server after it, as the client sent them
 // (it once went straight to the server, ahead of the earlier call).
-func TestOutboxHeldCallKeepsClientOrder(t *testing.T) {
+func TestBurstHeldCallKeepsClientOrder(t *testing.T) {
 	r := newGatedRig(t)
 	r.holdUnknown(`"u1"`)
 	// "a" is known (staged), "b" unknown (held behind the fetch).
@@ -235,10 +236,10 @@ func TestOutboxHeldCallKeepsClientOrder(t *testing.T) {
 	}
 }
 
-// TestOutboxHeldCallCancelledInItsBurst: a held call that waits in the
-// outbox when the client cancels it (the cancel goes to the server at
+// TestBurstHeldCallCancelledInItsBurst: a held call that waits in the
+// Sequencer when the client cancels it (the cancel goes to the server at
 // once) is not forwarded after its own cancel.
-func TestOutboxHeldCallCancelledInItsBurst(t *testing.T) {
+func TestBurstHeldCallCancelledInItsBurst(t *testing.T) {
 	r := newGatedRig(t)
 	r.holdUnknown(`"u1"`)
 	r.sendBlockedBurst(callFrame(`"a"`, "read"), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"u1"}}`+"\n")
@@ -260,4 +261,49 @@ func readLog(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestBurstDoesNotDeadlockOnAFullSequencer: a burst with more staged calls
+// than the Sequencer holds, and a frame too big to be copied behind a
+// staged call, do not stop the relay loop: a push that would block writes
+// the burst's events first (the Sequencer waits for that write, which only
+// the loop makes), and every call is answered.
+func TestBurstDoesNotDeadlockOnAFullSequencer(t *testing.T) {
+	defer func(d int) { sequencerDepth = d }(sequencerDepth)
+	sequencerDepth = 4
+	h := newHarness(t, Config{Policy: readonlyPolicy(t, ""), Log: openTestLog(t)})
+	h.send(`{"jsonrpc":"2.0","id":"L","method":"tools/list"}` + "\n")
+	h.recv()
+	const n = 20
+	var burst strings.Builder
+	for i := 0; i < n; i++ {
+		burst.WriteString(callFrame(strconv.Itoa(i), "read"))
+	}
+	// A big one behind the staged calls: not staged (too big), not copied
+	// by the Sequencer (its Push waits until it is sent).
+	burst.WriteString(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"read","arguments":{"path":"` +
+		strings.Repeat("x", transport.BigFrame) + `"}}}` + "\n")
+	go h.send(burst.String())
+	seen := map[string]bool{}
+	for len(seen) < n+1 {
+		m, err := jsonrpc.Parse([]byte(h.recv()))
+		if err != nil || m.Result == nil {
+			t.Fatalf("answer %v, %v; want results for every call", m, err)
+		}
+		seen[m.ID.String()] = true
+	}
+	var order []string
+	for _, l := range h.serverGot() {
+		if m, err := jsonrpc.Parse([]byte(l)); err == nil && m.Method == "tools/call" {
+			order = append(order, m.ID.String())
+		}
+	}
+	want := []string{}
+	for i := 0; i < n; i++ {
+		want = append(want, strconv.Itoa(i))
+	}
+	want = append(want, `"big"`)
+	if !slices.Equal(order, want) {
+		t.Fatalf("the server got the calls in order %q, want %q", order, want)
+	}
 }

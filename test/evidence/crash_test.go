@@ -42,7 +42,7 @@ func TestSIGKILLLeavesVerifiablePrefix(t *testing.T) {
 	for round, killAfter := range []int{7, 23} {
 		g := startGW(t, nil, []string{"--state", state, "--receipt-keys", keys, "--server-id", keyedID}, receiptServer(keyedID))
 		g.handshake()
-		const inFlight = 80
+		const inFlight = 400 // enough that the kill lands mid-stream even when the ledger is fast
 		for i := 0; i < inFlight; i++ {
 			g.send(callLine(fmt.Sprintf("k%d-%d", round, i), "signed_ok", fmt.Sprintf(`{"i":%d}`, i)))
 		}

@@ -110,7 +110,8 @@ func stateOf(c *pipeline.Call) (*callState, error) {
 //     writes the decision to the diagnostic logger), request_receipts
 //     (with a decision log and receipts) and evidence (with an Evidence),
 //     in that order: each reads what the one before it recorded (the
-//     event, its id).
+//     event, its id);
+//   - then Config.Stages, as given.
 //
 // The stages share the session's catalog.
 func compileChain(cfg Config, cat *catalog, diag *slog.Logger) (*pipeline.Chain, error) {
@@ -127,6 +128,7 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger) (*pipeline.Chain,
 	if cfg.Evidence != nil {
 		stages = append(stages, evidenceStage{evidence: cfg.Evidence})
 	}
+	stages = append(stages, cfg.Stages...)
 	ch, err := pipeline.Compile(stages...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: compile the stage chain: %w", err)

@@ -88,6 +88,15 @@ type Config struct {
 	MaxHeld int
 	// Logger receives diagnostics (stderr in the CLI); nil discards them.
 	Logger *slog.Logger
+	// Stages are more stages of the tools/call chain, after the
+	// session's own (pipeline.Compile finds what each is by type
+	// assertion): Deciders run after policy, Filters on every response to
+	// a forwarded tools/call (in reverse order, before the outcome is
+	// recorded: a verdict that does not forward withholds the response
+	// with CodeWithheld; a rewrite is what the client gets), Recorders
+	// after the evidence. Nil for none. The outcome record does not yet
+	// carry a filter's verdict.
+	Stages []pipeline.Stage
 }
 
 // ErrFatal wraps errors that end the session: the peer's writer failed, or
@@ -460,12 +469,26 @@ func (s *Session) relayToServer(frame []byte, ready func() (bool, []byte)) error
 	return s.loopPush(frame, nil, ready)
 }
 
-// relayToClient forwards a server frame: through the ordered queue when
-// there is one, else at once.
+// relayToClient forwards a server frame: through the sequencer when there
+// is one, else at once; ready (nil: forward) says whether it goes or what
+// answer replaces it.
 func (s *Session) relayToClient(frame []byte, ready func() (bool, []byte)) error {
 	if s.toClientQ != nil {
 		_ = s.toClientQ.Push(frame, ready) // ErrSequencerClosed only after RunServer returned
 		return nil
+	}
+	if ready != nil {
+		// No sequencer (no evidence to wait for): ready does not block,
+		// and says at once whether the frame goes or what replaces it.
+		fwd, reply := ready()
+		if reply != nil {
+			if err := s.sendClient(reply); err != nil {
+				return err
+			}
+		}
+		if !fwd {
+			return nil
+		}
 	}
 	return s.sendClient(frame)
 }

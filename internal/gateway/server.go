@@ -120,19 +120,36 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			return false
 		}
 		if call != nil {
+			resp := &pipeline.Response{ID: m.ID, Result: m.Result, Error: m.Error, Raw: m.Raw}
+			call.Response = resp
+			// The response filters (reverse chain order) judge it first:
+			// a verdict that does not forward withholds it, a rewrite is
+			// what the client gets instead.
+			filtered := s.filterResponse(call, resp, frame == nil)
 			// The outcome is recorded through the chain (the recorders'
 			// PhaseOutcome); the response is read before Record returns.
-			call.Response = &pipeline.Response{ID: m.ID, Result: m.Result, Error: m.Error, Raw: m.Raw}
 			wait := s.chain.Record(context.Background(), call, pipeline.PhaseOutcome)
 			call.Response = nil
 			if frame == nil {
-				return !s.withheld(m.ID, wait())
+				err := wait()
+				if filtered != nil {
+					err = filtered
+				}
+				return !s.withheld(m.ID, err)
 			}
 			id := jsonrpc.NewID(copyRaw(m.ID.Raw()))
+			out := frame
+			if rw := resp.Rewritten(); rw != nil && filtered == nil {
+				out = rw
+			}
 			// In the ordered sequencer to the client: relayed, or replaced
 			// by the withheld error, once the outcome is recorded.
-			_ = s.relayToClient(frame, func() (bool, []byte) {
-				if reply := s.withheldFrame(id, wait()); reply != nil {
+			_ = s.relayToClient(out, func() (bool, []byte) {
+				err := wait()
+				if filtered != nil {
+					err = filtered
+				}
+				if reply := s.withheldFrame(id, err); reply != nil {
 					return false, reply
 				}
 				return true, nil
@@ -174,6 +191,29 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 		return true
 	}
 	return false
+}
+
+// filterResponse runs the chain's Filters on the response resp to the
+// forwarded call c, when the chain has any. It returns a *WithheldError
+// when the response is not to reach the client: a filter failed (fail
+// closed), or the merged verdict does not forward (deny, quarantine), or
+// (inBatch) a filter rewrote a batch member, which the gateway cannot
+// re-join (withheld rather than relayed unredacted). nil otherwise.
+func (s *Session) filterResponse(c *pipeline.Call, resp *pipeline.Response, inBatch bool) error {
+	if !s.chain.HasFilters() {
+		return nil
+	}
+	if err := s.chain.Filter(context.Background(), c, resp); err != nil {
+		s.log.Error("response filter failed", "err", err)
+		return &WithheldError{Reason: "a response filter could not judge it (fail closed)"}
+	}
+	if v, ok := resp.Verdict(); ok && !v.Action.Forwards() {
+		return &WithheldError{Reason: "stage " + v.Stage + " rule " + v.Rule + ": " + v.Reason}
+	}
+	if inBatch && resp.Rewritten() != nil {
+		return &WithheldError{Reason: "a rewritten response inside a batch is not relayed"}
+	}
+	return nil
 }
 
 // withheldFrame is the CodeWithheld answer to a tools/call whose outcome

@@ -315,9 +315,9 @@ func (s *Session) finishToolCall(pc *pipeline.Call, st *callState, recErr error)
 			}
 			return false, nil
 		}
-		if slot != nil && st.evCall != nil {
-			// The response's outcome is recorded through the chain
-			// (PhaseOutcome, serverMessage).
+		if slot != nil && (st.evCall != nil || s.chain.HasFilters()) {
+			// The response's outcome is recorded, and it is filtered,
+			// through the chain (PhaseOutcome, Filter; serverMessage).
 			s.mu.Lock()
 			slot.call = pc
 			s.mu.Unlock()

@@ -328,6 +328,10 @@ func Compile(stages ...Stage) (*Chain, error) {
 	return ch, nil
 }
 
+// HasFilters reports whether the chain has a Filter: without one, a
+// response need not be handed to Filter at all.
+func (ch *Chain) HasFilters() bool { return len(ch.filters) > 0 }
+
 // Stages returns the names of the chain's stages in the order given to
 // Compile.
 func (ch *Chain) Stages() []string { return append([]string(nil), ch.names...) }

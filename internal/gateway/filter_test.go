@@ -11,11 +11,15 @@ import (
 
 // wordFilter is a test response Filter: it denies a response holding deny
 // and rewrites one holding redact (replacing it by [REDACTED]).
-type wordFilter struct{ deny, redact string }
+type wordFilter struct {
+	deny, redact string
+	ids          *[]string // the id of every call it sees
+}
 
 func (wordFilter) Name() string { return "word_filter" }
 
-func (f wordFilter) Filter(_ context.Context, _ *pipeline.Call, r *pipeline.Response) error {
+func (f wordFilter) Filter(_ context.Context, c *pipeline.Call, r *pipeline.Response) error {
+	*f.ids = append(*f.ids, c.ID.String())
 	switch {
 	case bytes.Contains(r.Raw, []byte(f.deny)):
 		r.Decide(pipeline.Verdict{Action: pipeline.Deny, Rule: "no_" + f.deny, Reason: "the result names a forbidden word"})
@@ -30,7 +34,8 @@ func (f wordFilter) Filter(_ context.Context, _ *pipeline.Call, r *pipeline.Resp
 // rule), a rewrite is what the client gets, and a response neither
 // touches is relayed byte for byte.
 func TestResponseFilters(t *testing.T) {
-	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Stages: []pipeline.Stage{wordFilter{deny: "forbidden", redact: "sk-live-1"}}})
+	var ids []string
+	r := newRig(t, Config{Policy: readonlyPolicy(t, ""), Stages: []pipeline.Stage{wordFilter{deny: "forbidden", redact: "sk-live-1", ids: &ids}}})
 	tools, _ := parseToolsPage([]byte(testTools))
 	r.sess.catalog.replace(tools)
 	for _, tc := range []struct {
@@ -44,10 +49,17 @@ func TestResponseFilters(t *testing.T) {
 		if got := r.got(); !strings.Contains(got, `"tools/call"`) {
 			t.Fatalf("call %s: server got %s", tc.id, got)
 		}
+		// Another client frame in between: the reader reuses the buffer
+		// the call was read into, and the filter must still see its id.
+		r.send(`{"jsonrpc":"2.0","id":"p` + tc.id + `-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","method":"ping"}`)
+		r.got()
 		r.serve(`{"jsonrpc":"2.0","id":` + tc.id + `,"result":` + tc.result + `}`)
 		got := r.recv()
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("call %s: client got %s, want %s", tc.id, got, tc.want)
+		}
+		if len(ids) == 0 || ids[len(ids)-1] != tc.id {
+			t.Errorf("call %s: the filter saw the call's id as %q", tc.id, ids)
 		}
 		if tc.id == "2" && (!strings.Contains(got, "word_filter") || !strings.Contains(got, "no_forbidden") || strings.Contains(got, `"text":"forbidden"`)) {
 			t.Errorf("withheld answer %s: want the stage and rule named, the result not echoed", got)

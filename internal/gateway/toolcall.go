@@ -198,9 +198,10 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 	st.stage = async && line != nil && s.stagingCalls(len(line))
 	rec := s.chain.Record(context.Background(), pc, pipeline.PhaseDecision)
 	st.dropFrame(pc)
-	if st.staged != nil || st.evCall != nil {
-		// The call may finish on another goroutine, and its evidence
-		// outlives the frame: the id is copied.
+	if st.staged != nil || st.evCall != nil || s.chain.HasFilters() {
+		// The call may finish on another goroutine, and its evidence (or
+		// the response filters' view of it) outlives the frame: the id
+		// is copied.
 		st.id = jsonrpc.NewID(copyRaw(m.ID.Raw()))
 		pc.ID = st.id
 		if st.evCall != nil {

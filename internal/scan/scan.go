@@ -1,0 +1,148 @@
+// Package scan holds Gatehouse's text detectors (../../docs/scanning.md;
+// shared/spec/evidence.md §8): secrets (provider formats from the gitleaks
+// rule set, PEM and OpenSSH keys, JWTs, credentials in URLs, bearer and
+// basic headers, keyword plus entropy), personal data (e-mail, phone
+// numbers, payment cards, national ids, IBAN), prompt injection in tool
+// output and poisoning in tool definitions.
+//
+// A [Scanner] is compiled once (every regular expression, the keyword
+// automaton) and is then immutable and safe for concurrent use: nothing is
+// compiled on the hot path. It scans one decoded string at a time; walking
+// JSON documents, JSON paths and redaction belong to package inspect.
+//
+// A [Finding] never holds the matched value: only a rule id, a class, a
+// confidence, the span (byte offsets into the scanned string, for the
+// caller's redaction; never serialized) and a masked excerpt.
+package scan
+
+// Class is what kind of thing a finding is.
+type Class string
+
+// The classes.
+const (
+	// ClassSecret: a credential (token, key, password).
+	ClassSecret Class = "secret"
+	// ClassPII: personal data (e-mail, phone, card, national id, IBAN).
+	ClassPII Class = "pii"
+	// ClassInjection: prompt injection in content the model will read.
+	ClassInjection Class = "prompt_injection"
+	// ClassPoisoning: a poisoned tool definition (hidden directives,
+	// cross-tool instructions, lookalike names).
+	ClassPoisoning Class = "tool_poisoning"
+)
+
+// Confidence is how sure a rule is. High-confidence rules act (the
+// built-in policy redacts high-confidence secrets); medium and low ones
+// flag.
+type Confidence string
+
+// The confidences, most sure first.
+const (
+	High   Confidence = "high"
+	Medium Confidence = "medium"
+	Low    Confidence = "low"
+)
+
+// Mode says what a scanned string is, which selects the detectors that run.
+type Mode uint8
+
+const (
+	// ModeData is an argument or result value: secrets, personal data and
+	// prompt injection.
+	ModeData Mode = iota
+	// ModeToolDefinition is a tool's name, title, description or a schema
+	// property's name or description from tools/list: poisoning (hidden
+	// directives, file-read and exfiltration instructions, cross-tool
+	// shadowing) plus secrets.
+	ModeToolDefinition
+)
+
+// Input is one string to scan and where it sits.
+type Input struct {
+	// Text is the decoded string (JSON escapes already resolved).
+	Text string
+	// Key is the name of the object member holding the string ("" for an
+	// array element or the top level): "api_key": "..." makes a
+	// keyword-plus-entropy secret likelier, and an encoded value next to a
+	// secret-like key is decoded.
+	Key string
+	// Mode selects the detectors.
+	Mode Mode
+}
+
+// Finding is one match of one rule in one string. It never holds the
+// matched value.
+type Finding struct {
+	// Rule is the rule id ("aws-access-token", "pii-email",
+	// "injection-ignore-instructions", ...).
+	Rule string
+	// Class and Confidence are the rule's (Confidence may be lowered by
+	// context, for example a quoted phrase in prose about injection).
+	Class      Class
+	Confidence Confidence
+	// Start and End are the byte offsets of the matched span in
+	// Input.Text (End exclusive): what a redaction replaces. For an
+	// injection finding it is the phrase; for a poisoning finding the
+	// directive.
+	Start, End int
+	// Excerpt is a masked excerpt safe to log: at most a few leading
+	// characters of a secret or personal value and its length, never the
+	// value; for injection and poisoning a short, line-safe quote of the
+	// phrase matched.
+	Excerpt string
+}
+
+// family is one group of detectors (secrets, personal data, injection and
+// poisoning), compiled once by New.
+type family interface {
+	// scan emits every finding of the family in in; it must not retain
+	// in.Text.
+	scan(in Input, emit func(Finding))
+}
+
+// Scanner is a compiled set of detectors. It is immutable and safe for
+// concurrent use.
+type Scanner struct {
+	families []family
+}
+
+// Options selects detector families; the zero value turns every family
+// on.
+type Options struct {
+	// NoSecrets, NoPII and NoInjection turn a family off (NoInjection
+	// also turns off poisoning in ModeToolDefinition).
+	NoSecrets, NoPII, NoInjection bool
+}
+
+// New compiles the detectors opts selects. It returns an error only when
+// an embedded rule does not compile (a defect of the build, reported with
+// the rule id).
+func New(opts Options) (*Scanner, error) {
+	s := &Scanner{}
+	for _, f := range []struct {
+		off bool
+		new func() (family, error)
+	}{
+		{opts.NoSecrets, newSecretFamily},
+		{opts.NoPII, newPIIFamily},
+		{opts.NoInjection, newInjectionFamily},
+	} {
+		if f.off {
+			continue
+		}
+		fam, err := f.new()
+		if err != nil {
+			return nil, err
+		}
+		s.families = append(s.families, fam)
+	}
+	return s, nil
+}
+
+// Scan calls emit for every finding in in, family by family, in the
+// order of each family's rules and positions. It does not retain in.Text.
+func (s *Scanner) Scan(in Input, emit func(Finding)) {
+	for _, f := range s.families {
+		f.scan(in, emit)
+	}
+}

@@ -106,12 +106,21 @@ type Scanner struct {
 	families []family
 }
 
+// Detector is a detector added to a Scanner besides the built-in
+// families (Options.Detectors): custom rules, or a test's. Scan must be
+// safe for concurrent use and must not retain in.Text.
+type Detector interface {
+	Scan(in Input, emit func(Finding))
+}
+
 // Options selects detector families; the zero value turns every family
 // on.
 type Options struct {
 	// NoSecrets, NoPII and NoInjection turn a family off (NoInjection
 	// also turns off poisoning in ModeToolDefinition).
 	NoSecrets, NoPII, NoInjection bool
+	// Detectors run after the built-in families, in order.
+	Detectors []Detector
 }
 
 // New compiles the detectors opts selects. It returns an error only when
@@ -136,6 +145,9 @@ func New(opts Options) (*Scanner, error) {
 		}
 		s.families = append(s.families, fam)
 	}
+	for _, d := range opts.Detectors {
+		s.families = append(s.families, detectorFamily{d})
+	}
 	return s, nil
 }
 
@@ -146,3 +158,7 @@ func (s *Scanner) Scan(in Input, emit func(Finding)) {
 		f.scan(in, emit)
 	}
 }
+
+type detectorFamily struct{ d Detector }
+
+func (f detectorFamily) scan(in Input, emit func(Finding)) { f.d.Scan(in, emit) }

@@ -48,6 +48,8 @@ const (
 	varArguments = "arguments"
 	varMeta      = "meta"
 	varReceipt   = "receipt"
+	varArgScan   = "argument_scan"
+	varRespScan  = "response_scan"
 )
 
 // celEnv is the one environment all conditions compile in. Library versions
@@ -62,6 +64,8 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable(varArguments, dynMap),
 		cel.Variable(varMeta, dynMap),
 		cel.Variable(varReceipt, dynMap),
+		cel.Variable(varArgScan, dynMap),
+		cel.Variable(varRespScan, dynMap),
 		ext.Strings(ext.StringsVersion(5)),
 		cel.OptionalTypes(cel.OptionalTypesVersion(2)),
 		cel.CrossTypeNumericComparisons(true),
@@ -81,8 +85,10 @@ var fixedFields = map[string][]string{
 	varServer:    {"id"},
 	varTool: {"name", "known", "title", "description", "annotations",
 		"declared_side_effects", "side_effect", "data_classes", "externality", "required_scopes",
-		"metadata_confidence", "sources", "metadata_conflicts"},
+		"metadata_confidence", "sources", "metadata_conflicts", "findings"},
 	varReceipt:     {"status", "conflicts"},
+	varArgScan:     {"status", "findings", "classes"},
+	varRespScan:    {"status", "findings", "classes"},
 	"tool.sources": toolmeta.Fields,
 }
 
@@ -218,6 +224,9 @@ var (
 		"tool.externality": "string", "tool.required_scopes": "list", "tool.metadata_confidence": "double",
 		"tool.metadata_conflicts": "list",
 		"receipt.status":          "string", "receipt.conflicts": "int",
+		"tool.findings": "list",
+		"argument_scan.status": "string", "argument_scan.findings": "list", "argument_scan.classes": "list",
+		"response_scan.status": "string", "response_scan.findings": "list", "response_scan.classes": "list",
 	}
 	fieldValues = map[string][]string{
 		"tool.declared_side_effects": toolmeta.Effects,
@@ -225,6 +234,10 @@ var (
 		"tool.externality":           toolmeta.Externalities,
 		"tool.metadata_conflicts":    toolmeta.Fields,
 		"receipt.status":             ReceiptStatuses,
+		"argument_scan.status":       ScanStatuses,
+		"response_scan.status":       ScanStatuses,
+		"argument_scan.classes":      FindingClasses,
+		"response_scan.classes":      FindingClasses,
 	}
 )
 
@@ -395,12 +408,13 @@ func constString(e celast.Expr) (string, bool) {
 // condition text, 1-based), separated by "; ".
 //
 // loops reports whether the program contains comprehensions, which are
-// evaluated under the evalBudget deadline; receipt whether it reads the
-// `receipt` variable (a receipt rule, evaluated on the response).
-func compileCondition(src string) (prg cel.Program, loops, receipt bool, err error) {
+// evaluated under the evalBudget deadline; ph when the rule is decided:
+// phaseReceipt when it reads `receipt`, phaseResponse when it reads
+// `response_scan` (both evaluated on the response), else phaseRequest.
+func compileCondition(src string) (prg cel.Program, loops bool, ph phase, err error) {
 	env, err := celEnv()
 	if err != nil {
-		return nil, false, false, fmt.Errorf("CEL environment: %v", err)
+		return nil, false, 0, fmt.Errorf("CEL environment: %v", err)
 	}
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
@@ -408,54 +422,68 @@ func compileCondition(src string) (prg cel.Program, loops, receipt bool, err err
 		for _, e := range iss.Errors() {
 			msgs = append(msgs, fmt.Sprintf("%d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message))
 		}
-		return nil, false, false, fmt.Errorf("%s", strings.Join(msgs, "; "))
+		return nil, false, 0, fmt.Errorf("%s", strings.Join(msgs, "; "))
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) {
 		hint := ""
 		if t.IsExactType(types.DynType) {
 			hint = " (compare explicitly, e.g. arguments.flag == true)"
 		}
-		return nil, false, false, fmt.Errorf("type is %s, want bool%s", t, hint)
+		return nil, false, 0, fmt.Errorf("type is %s, want bool%s", t, hint)
 	}
 	if err := checkFields(ast.NativeRep()); err != nil {
-		return nil, false, false, err
+		return nil, false, 0, err
 	}
 	if err := checkComparisons(ast.NativeRep()); err != nil {
-		return nil, false, false, err
+		return nil, false, 0, err
 	}
-	receipt = reads(ast.NativeRep(), varReceipt)
-	if receipt && (reads(ast.NativeRep(), varArguments) || reads(ast.NativeRep(), varMeta)) {
-		// A receipt rule runs when the response arrives; the request's
-		// arguments and _meta are not kept until then.
-		return nil, false, false, errors.New("a condition that reads receipt runs on the response and cannot read arguments or meta")
+	native := ast.NativeRep()
+	receipt, response := reads(native, varReceipt), reads(native, varRespScan)
+	switch {
+	case receipt && response:
+		return nil, false, 0, errors.New("a condition reads either receipt or response_scan, not both: they are decided at different points of the response (put them in two rules)")
+	case receipt:
+		ph = phaseReceipt
+	case response:
+		ph = phaseResponse
 	}
-	if receipt {
-		if err := checkReceiptDisjunctions(ast.NativeRep()); err != nil {
-			return nil, false, false, err
+	if ph != phaseRequest {
+		v := varReceipt
+		if response {
+			v = varRespScan
+		}
+		if reads(native, varArguments) || reads(native, varMeta) || reads(native, varArgScan) {
+			// Decided when the response arrives; the request's arguments
+			// and _meta are not kept until then.
+			return nil, false, 0, fmt.Errorf("a condition that reads %s runs on the response and cannot read arguments, meta or argument_scan", v)
+		}
+		if err := checkResponseDisjunctions(native, v); err != nil {
+			return nil, false, 0, err
 		}
 	}
-	loops = len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0
+	loops = len(celast.MatchDescendants(celast.NavigateAST(native), celast.KindMatcher(celast.ComprehensionKind))) > 0
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	if loops {
 		opts = append(opts, cel.InterruptCheckFrequency(interruptCheckFrequency))
 	}
 	prg, err = env.Program(ast, opts...)
 	if err != nil {
-		return nil, false, false, err
+		return nil, false, 0, err
 	}
-	return prg, loops, receipt, nil
+	return prg, loops, ph, nil
 }
 
-// checkReceiptDisjunctions refuses, in a receipt rule, an || one side of
-// which does not read receipt: that side could match on its own, and a
-// receipt rule is decided on the response, after the server has run the
-// call ("tool.name == \"delete\" || receipt.status == \"tampered\"" would
-// let the delete run). Such a condition belongs in two rules.
-func checkReceiptDisjunctions(a *celast.AST) error {
+// checkResponseDisjunctions refuses, in a rule decided on the response
+// (one that reads v: receipt or response_scan), an || one side of which
+// does not read v: that side could match on its own, and such a rule is
+// decided after the server has run the call ("tool.name == \"delete\" ||
+// receipt.status == \"tampered\"" would let the delete run). Such a
+// condition belongs in two rules.
+func checkResponseDisjunctions(a *celast.AST, v string) error {
 	shadowed := shadowedNames(a)
 	readsReceipt := func(e celast.Expr) bool {
 		for _, d := range celast.MatchDescendants(celast.NavigateExpr(a, e), celast.KindMatcher(celast.IdentKind)) {
-			if d.AsIdent() == varReceipt && !shadowed[scopedName{d.ID(), varReceipt}] {
+			if d.AsIdent() == v && !shadowed[scopedName{d.ID(), v}] {
 				return true
 			}
 		}
@@ -476,7 +504,7 @@ func checkReceiptDisjunctions(a *celast.AST) error {
 		l, r := readsReceipt(call.Args()[0]), readsReceipt(call.Args()[1])
 		if l != r {
 			loc := a.SourceInfo().GetStartLocation(e.ID())
-			return fmt.Errorf("%d:%d: one side of this || does not read receipt, yet a rule that reads receipt is decided on the response, after the server has run the call: put that side in a rule of its own, decided before the call", loc.Line(), loc.Column()+1)
+			return fmt.Errorf("%d:%d: one side of this || does not read %s, yet a rule that reads %s is decided on the response, after the server has run the call: put that side in a rule of its own, decided before the call", loc.Line(), loc.Column()+1, v, v)
 		}
 	}
 	return nil
@@ -567,6 +595,7 @@ func toolMap(t *Tool) map[string]any {
 		"metadata_confidence":   t.MetadataConfidence,
 		"sources":               sources,
 		"metadata_conflicts":    listOrEmpty(t.MetadataConflicts),
+		"findings":              findingMaps(t.Findings),
 	}
 }
 
@@ -644,6 +673,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			return emptyMap, true
 		}
 		return map[string]any{"status": a.in.Receipt.Status, "conflicts": int64(a.in.Receipt.Conflicts)}, true
+	case varArgScan:
+		return scanMap(a.in.ArgumentScan), true
+	case varRespScan:
+		return scanMap(a.in.ResponseScan), true
 	}
 	return nil, false
 }

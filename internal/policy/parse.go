@@ -275,12 +275,12 @@ func (p *parser) action(e entry, rule, where string) (Action, bool) {
 		return "", false
 	}
 	switch a := Action(s); a {
-	case ActionAllow, ActionDeny, ActionMonitor:
+	case ActionAllow, ActionDeny, ActionMonitor, ActionRedact:
 		return a, true
-	case ActionRedact, ActionQuarantine:
+	case ActionQuarantine:
 		p.errorf(e.val.Line, rule, "%saction %q is not supported yet", where, s)
 	default:
-		p.errorf(e.val.Line, rule, "%sinvalid action %q (want allow, deny or monitor)", where, s)
+		p.errorf(e.val.Line, rule, "%sinvalid action %q (want allow, deny, monitor or redact)", where, s)
 	}
 	return "", false
 }
@@ -307,8 +307,8 @@ func orList(s []string) string {
 }
 
 func (p *parser) policy(root *yaml.Node) *Policy {
-	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, lastShadow: -1}
-	f := p.fields(root, "", "", "name", "version", "defaults", "receipts", "rules")
+	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, scanning: DefaultScanning(), lastShadow: -1}
+	f := p.fields(root, "", "", "name", "version", "defaults", "receipts", "scanning", "rules")
 
 	for _, k := range []string{"name", "version"} {
 		e, ok := f[k]
@@ -332,6 +332,10 @@ func (p *parser) policy(root *yaml.Node) *Policy {
 		p.receipts(e.val, pol)
 	}
 
+	if e, ok := f["scanning"]; ok && !isNull(e.val) {
+		p.scanningBlock(e.val, pol)
+	}
+
 	if e, ok := f["rules"]; ok && !isNull(e.val) {
 		if e.val.Kind != yaml.SequenceNode {
 			p.errorf(e.val.Line, "", "rules must be a list, got %s", kindName(e.val))
@@ -351,7 +355,13 @@ func (p *parser) defaults(n *yaml.Node, pol *Policy) {
 	f := p.fields(n, "", where, "action", "unknown_tool", "deny_response", "on_log_failure")
 	if e, ok := f["action"]; ok {
 		if a, ok := p.action(e, "", where); ok {
-			pol.defaultAction = a
+			if a == ActionRedact {
+				// Redact rewrites what a scan found; a default has no
+				// finding to rewrite.
+				p.errorf(e.val.Line, "", "%saction redact is for rules and scanning.actions, not the default (want allow, deny or monitor)", where)
+			} else {
+				pol.defaultAction = a
+			}
 		}
 	}
 	set := func(key string, dst *string, allowed ...string) {
@@ -414,6 +424,10 @@ var mentionsArguments = regexp.MustCompile(`\barguments\b`)
 // what \b delimits, so a condition that reads the variable mentions it.
 var mentionsMeta = regexp.MustCompile(`\bmeta\b`)
 
+// mentionsArgumentScan finds a mention of `argument_scan`: a decision that
+// reads it depends on the call, not only on the tool.
+var mentionsArgumentScan = regexp.MustCompile(`\bargument_scan\b`)
+
 var ruleID = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 func (p *parser) rules(seq *yaml.Node, pol *Policy) {
@@ -466,19 +480,19 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 
 		if e, has := f["when"]; has {
 			if src, sok := p.str(e, label, "", true); sok {
-				prg, loops, receipt, err := compileCondition(src)
+				prg, loops, ph, err := compileCondition(src)
 				if err != nil {
 					p.errorf(e.key.Line, label, "condition: %v", err)
 					ok = false
 				}
-				r.prg, r.loops, r.src, r.receipt = prg, loops, src, receipt
+				r.prg, r.loops, r.src, r.phase = prg, loops, src, ph
 				// A mention anywhere, even in a string literal, counts:
 				// decoding arguments that are not read costs only time.
-				// Receipt rules never run on the request.
-				if !receipt && mentionsArguments.MatchString(src) {
+				// Response and receipt rules never run on the request.
+				if ph == phaseRequest && mentionsArguments.MatchString(src) {
 					pol.usesArguments = true
 				}
-				if !receipt && (mentionsMeta.MatchString(src) || loops) {
+				if ph == phaseRequest && (mentionsMeta.MatchString(src) || mentionsArgumentScan.MatchString(src) || loops) {
 					pol.perCall = true
 				}
 			} else {
@@ -509,7 +523,7 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 
 		if ok {
 			r.condErr = "condition of rule " + r.id + " failed to evaluate"
-			if r.mode == ModeShadow && !r.receipt {
+			if r.mode == ModeShadow && r.phase == phaseRequest {
 				pol.lastShadow = len(pol.rules)
 			}
 			pol.rules = append(pol.rules, r)

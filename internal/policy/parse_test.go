@@ -26,12 +26,12 @@ func TestLoadErrors(t *testing.T) {
 		{"missing-name.yaml", ":2: missing name"},
 		{"missing-version.yaml", ":1: missing version"},
 		{"version-not-string.yaml", ":2: version must be a string, got timestamp (quote it)"},
-		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, receipts, rules)`},
+		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, receipts, scanning, rules)`},
 		{"rules-not-list.yaml", ":4: rules must be a list, got mapping"},
 
 		// Defaults.
 		{"unknown-defaults-key.yaml", `:5: defaults: unknown key "unknown_tools" (want one of action, unknown_tool, deny_response, on_log_failure)`},
-		{"bad-default-action.yaml", `:4: defaults: invalid action "permit" (want allow, deny or monitor)`},
+		{"bad-default-action.yaml", `:4: defaults: invalid action "permit" (want allow, deny, monitor or redact)`},
 		{"quarantine-default.yaml", `:4: defaults: action "quarantine" is not supported yet`},
 		{"bad-setting.yaml", `:4: defaults: invalid unknown_tool "ask" (want fetch or deny)`},
 
@@ -43,9 +43,8 @@ func TestLoadErrors(t *testing.T) {
 		{"invalid-id.yaml", `:4: rule #1: invalid id "no deletes" (want letters, digits, '_', '.' and '-')`},
 		{"reserved-id.yaml", `:4: rule #1: id "default" is reserved for decisions no rule matched`},
 		{"duplicate-id.yaml", ":12: rule no_writes: duplicate id (first defined at line 4)"},
-		{"bad-action.yaml", `:5: rule block_it: invalid action "block" (want allow, deny or monitor)`},
+		{"bad-action.yaml", `:5: rule block_it: invalid action "block" (want allow, deny, monitor or redact)`},
 		{"missing-action.yaml", ":4: rule no_action: missing action"},
-		{"redact-rule.yaml", `:6: rule redact_secrets: action "redact" is not supported yet`},
 		{"missing-reason.yaml", ":4: rule silent: missing reason"},
 		{"bad-mode.yaml", `:7: rule dry: invalid mode "dry_run" (want enforce or shadow)`},
 		{"bad-glob.yaml", `:7: rule bad_class: invalid tool pattern "write_[a-": syntax error in pattern`},
@@ -59,7 +58,7 @@ func TestLoadErrors(t *testing.T) {
 		{"cel-dyn.yaml", ":5: rule dyn_condition: condition: type is dyn, want bool (compare explicitly, e.g. arguments.flag == true)"},
 		{"cel-empty.yaml", ":5: rule blank: when must not be empty"},
 		{"cel-bad-regex.yaml", ":5: rule bad_regex: condition: 1:24: invalid matches argument"},
-		{"cel-unknown-field.yaml", `:5: rule readonly_typo: condition: 1:43: tool has no field "side_efect" (it has name, known, title, description, annotations, declared_side_effects, side_effect, data_classes, externality, required_scopes, metadata_confidence, sources, metadata_conflicts)`},
+		{"cel-unknown-field.yaml", `:5: rule readonly_typo: condition: 1:43: tool has no field "side_efect" (it has name, known, title, description, annotations, declared_side_effects, side_effect, data_classes, externality, required_scopes, metadata_confidence, sources, metadata_conflicts, findings)`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -98,7 +97,7 @@ func TestLoadSeveralErrors(t *testing.T) {
 	want := strings.Join([]string{
 		"policy " + path + ":1: missing name",
 		"policy " + path + ":1: version must be a string, got integer (quote it)",
-		"policy " + path + `:3: defaults: action "redact" is not supported yet`,
+		"policy " + path + `:3: defaults: action redact is for rules and scanning.actions, not the default (want allow, deny or monitor)`,
 		"policy " + path + ":8: rule a: duplicate id (first defined at line 5)",
 		"policy " + path + `:11: rule a: invalid mode "later" (want enforce or shadow)`,
 	}, "\n")
@@ -117,7 +116,7 @@ func TestErrorFields(t *testing.T) {
 	if !errors.As(err, &perr) {
 		t.Fatalf("error %v is not a *Error", err)
 	}
-	want := Error{File: "p.yaml", Line: 5, Rule: "r1", Msg: `invalid action "nope" (want allow, deny or monitor)`}
+	want := Error{File: "p.yaml", Line: 5, Rule: "r1", Msg: `invalid action "nope" (want allow, deny, monitor or redact)`}
 	if *perr != want {
 		t.Errorf("got %+v, want %+v", *perr, want)
 	}
@@ -531,8 +530,8 @@ rules:
 		}
 	}
 	for when, want := range map[string]string{
-		`receipt.status == "ok" && arguments.path == "x"`:                         "cannot read arguments or meta",
-		`receipt.status == "ok" || meta.x == 1`:                                   "cannot read arguments or meta",
+		`receipt.status == "ok" && arguments.path == "x"`:                         "cannot read arguments, meta or argument_scan",
+		`receipt.status == "ok" || meta.x == 1`:                                   "cannot read arguments, meta or argument_scan",
 		`receipt.status == "verified"`:                                            `receipt.status is one of ok, unsigned, tampered, empty, unknown`,
 		`receipt.conflicts == "1"`:                                                "receipt.conflicts is an int: == \"1\" can never hold (compare it with an int)",
 		`receipt.signed == true`:                                                  `receipt has no field "signed"`,

@@ -201,6 +201,11 @@ type Tool struct {
 	// metadata_conflict:<field> warning); nil is presented as an empty
 	// list.
 	MetadataConflicts []string `json:"metadata_conflicts,omitempty"`
+	// Findings are the scan findings of the tool's definition as listed
+	// (tools/list: name, title, description, schemas; docs/scanning.md):
+	// poisoning, lookalike names, secrets. CEL key `findings`, a list of
+	// maps (rule, class, confidence, path); nil is an empty list.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // Input is everything a policy may look at for one tools/call. The gateway
@@ -227,6 +232,16 @@ type Input struct {
 	// Meta is params._meta, decoded like Arguments: CEL variable `meta`. Nil
 	// is presented as an empty map.
 	Meta map[string]any `json:"meta"`
+	// ArgumentScan is the scan of params.arguments (findings after
+	// suppressions): CEL variable `argument_scan`, a map with keys
+	// status ("pass", "fail", "not_run"), findings (list of maps: rule,
+	// class, confidence, path) and classes (the findings' classes). Nil is
+	// presented as status not_run.
+	ArgumentScan *ScanView `json:"argument_scan,omitempty"`
+	// ResponseScan is the scan of the response, read only by response
+	// rules ([Policy.EvaluateResponse]): CEL variable `response_scan`,
+	// shaped like argument_scan.
+	ResponseScan *ScanView `json:"response_scan,omitempty"`
 	// Receipt is what the gateway made of the server's security receipt
 	// for this call: CEL variable `receipt`, read only by receipt rules
 	// ([Policy.EvaluateReceipt]), on the response. Nil is presented as an
@@ -305,6 +320,8 @@ type Policy struct {
 	// usesArguments is whether a condition may read `arguments`: when
 	// not, the gateway need not decode them (Input.Arguments may be nil).
 	usesArguments bool
+	// scanning is the scanning block (DefaultScanning when absent).
+	scanning Scanning
 	// perCall is whether a condition may read `meta` or runs a
 	// comprehension (evaluated under a deadline); with usesArguments it
 	// makes decisions depend on more than the principal, server and tool.
@@ -375,9 +392,11 @@ type rule struct {
 	condErr string
 	// src is the condition's source text, "" when none.
 	src string
-	// receipt: the condition reads `receipt`; the rule is evaluated by
-	// EvaluateReceipt on the response, never by Evaluate.
-	receipt bool
+	// phase is when the rule is evaluated: on the request (Evaluate), on
+	// the response's scan (the condition reads `response_scan`;
+	// EvaluateResponse) or on the server's receipt (the condition reads
+	// `receipt`; EvaluateReceipt).
+	phase phase
 }
 
 // Default returns the built-in policy used when none is configured: name
@@ -389,6 +408,7 @@ func Default() *Policy {
 		version:       "1",
 		defaultAction: ActionAllow,
 		settings:      defaultSettings,
+		scanning:      DefaultScanning(),
 		lastShadow:    -1,
 	}
 }
@@ -427,30 +447,38 @@ const defaultReason = "no rule matched; default action"
 // A nil in is treated as a zero Input. Evaluate does not modify in, does not
 // retain it, and is safe for concurrent use.
 func (p *Policy) Evaluate(in *Input) Decision {
-	d, decided := p.evaluate(in, false)
+	d, decided := p.evaluate(in, phaseRequest)
 	if !decided {
 		d.Action, d.Rule, d.Reason, d.ReasonCode = p.defaultAction, "default", defaultReason, ReasonCodeDefault
 	}
 	return d
 }
 
-// evaluate runs the request rules (receipt false) or the receipt rules
-// (receipt true) in file order: the first matching enforce rule decides
-// (deny on a condition error; decided true), the first matching shadow
-// rule goes into Shadow.
-func (p *Policy) evaluate(in *Input, receipt bool) (d Decision, decided bool) {
+// phase is when a rule is evaluated.
+type phase uint8
+
+const (
+	phaseRequest  phase = iota // before forwarding: Evaluate
+	phaseResponse              // on the response's scan: EvaluateResponse
+	phaseReceipt               // on the server's receipt: EvaluateReceipt
+)
+
+// evaluate runs the rules of phase ph in file order: the first matching
+// enforce rule decides (deny on a condition error; decided true), the
+// first matching shadow rule goes into Shadow.
+func (p *Policy) evaluate(in *Input, ph phase) (d Decision, decided bool) {
 	if in == nil {
 		in = &Input{}
 	}
 	d = Decision{PolicyName: p.name, PolicyVersion: p.version}
 	var act *activation
 	for i := range p.rules {
-		if decided && (d.Shadow != nil || (!receipt && i > p.lastShadow)) {
+		if decided && (d.Shadow != nil || (ph == phaseRequest && i > p.lastShadow)) {
 			break
 		}
 		r := &p.rules[i]
-		if r.receipt != receipt {
-			continue // a receipt rule is decided on the response (EvaluateReceipt)
+		if r.phase != ph {
+			continue // a response or receipt rule is decided on the response
 		}
 		shadow := r.mode == ModeShadow
 		if (shadow && d.Shadow != nil) || (!shadow && decided) {
@@ -490,13 +518,29 @@ func (p *Policy) evaluate(in *Input, receipt bool) (d Decision, decided bool) {
 // HasReceiptRules reports whether any rule reads `receipt` (a receipt
 // rule): such a policy needs the audit ledger, which is where receipts are
 // read and verified.
-func (p *Policy) HasReceiptRules() bool {
+func (p *Policy) HasReceiptRules() bool { return p.hasPhase(phaseReceipt) }
+
+// HasResponseRules reports whether any rule reads `response_scan` (a
+// response rule, decided by EvaluateResponse once the response is
+// scanned).
+func (p *Policy) HasResponseRules() bool { return p.hasPhase(phaseResponse) }
+
+func (p *Policy) hasPhase(ph phase) bool {
 	for i := range p.rules {
-		if p.rules[i].receipt {
+		if p.rules[i].phase == ph {
 			return true
 		}
 	}
 	return false
+}
+
+// EvaluateResponse decides a forwarded call again once its response is
+// scanned: only response rules (those reading `response_scan`), in file
+// order, with in.ResponseScan set (in.Arguments and in.Meta unused: a
+// response rule cannot read them). matched is false when no enforce
+// response rule matched; the request's decision then stands.
+func (p *Policy) EvaluateResponse(in *Input) (d Decision, matched bool) {
+	return p.evaluate(in, phaseResponse)
 }
 
 // EvaluateReceipt decides a forwarded call again when its response and
@@ -507,7 +551,7 @@ func (p *Policy) HasReceiptRules() bool {
 // false when no enforce receipt rule matched, and the request's decision
 // then stands.
 func (p *Policy) EvaluateReceipt(in *Input) (d Decision, matched bool) {
-	return p.evaluate(in, true)
+	return p.evaluate(in, phaseReceipt)
 }
 
 // matchTool reports whether the rule's tool patterns select name.

@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestScanningDefaults(t *testing.T) {
+	for _, p := range []*Policy{Default(), mustParse(t, "name: p\nversion: '1'\n")} {
+		s := p.Scanning()
+		if !s.Arguments || !s.Responses || !s.Tools {
+			t.Fatalf("%s: scanners off by default: %+v", p.Name(), s)
+		}
+		for _, c := range []struct {
+			f    Finding
+			want Action
+		}{
+			{Finding{Rule: "github-pat", Class: "secret", Confidence: "high"}, ActionRedact},
+			{Finding{Rule: "generic-api-key", Class: "secret", Confidence: "low"}, ActionMonitor},
+			{Finding{Rule: "pii-email", Class: "pii", Confidence: "high"}, ActionMonitor},
+			{Finding{Rule: "injection-ignore-instructions", Class: "prompt_injection", Confidence: "high"}, ActionMonitor},
+		} {
+			for _, where := range []string{WhereArguments, WhereResponse} {
+				if got := s.ActionFor(c.f, where); got != c.want {
+					t.Errorf("%s: ActionFor(%+v, %s) = %s, want %s", p.Name(), c.f, where, got, c.want)
+				}
+			}
+		}
+	}
+}
+
+func TestScanningBlock(t *testing.T) {
+	p := mustParse(t, `name: p
+version: "1"
+scanning:
+  tools: false
+  actions:
+    - class: pii
+      where: response
+      action: deny
+    - rule: "aws-*"
+      action: redact
+  suppress:
+    - rule: pii-email
+      tool: "contacts_*"
+      reason: the contacts tool returns e-mail addresses by design
+    - path: "/content/*/text"
+      server: docs
+      reason: documentation server
+`)
+	s := p.Scanning()
+	if !s.Arguments || !s.Responses || s.Tools {
+		t.Fatalf("switches: %+v", s)
+	}
+	pii := Finding{Rule: "pii-email", Class: "pii", Confidence: "high", Path: "/email"}
+	if got := s.ActionFor(pii, WhereResponse); got != ActionDeny {
+		t.Errorf("pii in response: %s, want deny", got)
+	}
+	if got := s.ActionFor(pii, WhereArguments); got != ActionAllow {
+		t.Errorf("pii in arguments: %s, want allow (no entry matches)", got)
+	}
+	if got := s.ActionFor(Finding{Rule: "aws-access-token", Class: "secret", Confidence: "high"}, WhereArguments); got != ActionRedact {
+		t.Errorf("aws: %s, want redact", got)
+	}
+	for _, c := range []struct {
+		f            Finding
+		tool, server string
+		want         bool
+	}{
+		{pii, "contacts_find", "crm", true},
+		{pii, "search", "crm", false},
+		{Finding{Rule: "x", Path: "/content/0/text"}, "t", "docs", true},
+		{Finding{Rule: "x", Path: "/content/0/text"}, "t", "crm", false},
+		{Finding{Rule: "x", Path: "/structuredContent/a"}, "t", "docs", false},
+	} {
+		if got := s.Suppressed(c.f, c.tool, c.server); got != c.want {
+			t.Errorf("Suppressed(%+v, %s, %s) = %v, want %v", c.f, c.tool, c.server, got, c.want)
+		}
+	}
+	off := mustParse(t, "name: p\nversion: '1'\nscanning:\n  enabled: false\n").Scanning()
+	if off.Arguments || off.Responses || off.Tools {
+		t.Errorf("enabled: false left a scanner on: %+v", off)
+	}
+}
+
+func TestScanningErrors(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"scanning: [1]", "scanning must be a mapping"},
+		{"scanning:\n  enabled: yes please", "enabled must be true or false"},
+		{"scanning:\n  actions:\n    - class: secrets\n      action: redact", `invalid class "secrets" (want secret, pii, prompt_injection or tool_poisoning)`},
+		{"scanning:\n  actions:\n    - confidence: sure\n      action: redact", `invalid confidence "sure"`},
+		{"scanning:\n  actions:\n    - class: pii", "missing action"},
+		{"scanning:\n  actions:\n    - action: quarantine", `action "quarantine" is not supported yet`},
+		{"scanning:\n  actions:\n    - rule: '[x'\n      action: deny", `invalid rule pattern "[x"`},
+		{"scanning:\n  suppress:\n    - reason: because", "needs at least one of rule, tool, server or path"},
+		{"scanning:\n  suppress:\n    - rule: x", "missing reason"},
+		{"scanning:\n  colour: red", `unknown key "colour"`},
+	} {
+		_, err := Parse("p.yaml", []byte("name: p\nversion: '1'\n"+c.body+"\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err = %v, want it to contain %q", c.body, err, c.want)
+		}
+	}
+}
+
+func TestScanVariables(t *testing.T) {
+	p := mustParse(t, `name: p
+version: "1"
+rules:
+  - id: no_pii_to_external
+    when: tool.externality == "external" && argument_scan.findings.exists(f, f.class == "pii")
+    action: deny
+    reason: personal data to an external tool
+  - id: poisoned
+    when: tool.findings.exists(f, f.class == "tool_poisoning" && f.confidence == "high")
+    action: deny
+    reason: poisoned tool definition
+  - id: injected_output
+    when: '"prompt_injection" in response_scan.classes'
+    action: deny
+    reason: prompt injection in the result
+`)
+	pii := []Finding{{Rule: "pii-email", Class: "pii", Confidence: "high", Path: "/to"}}
+	cases := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"pii to external", Input{Tool: Tool{Name: "send", Externality: "external"}, ArgumentScan: &ScanView{Status: "fail", Findings: pii}}, "no_pii_to_external"},
+		{"pii to internal", Input{Tool: Tool{Name: "send", Externality: "internal"}, ArgumentScan: &ScanView{Status: "fail", Findings: pii}}, "default"},
+		{"no scan", Input{Tool: Tool{Name: "send", Externality: "external"}}, "default"},
+		{"poisoned", Input{Tool: Tool{Name: "t", Externality: "internal", Findings: []Finding{{Rule: "poisoning-hidden-directive", Class: "tool_poisoning", Confidence: "high", Path: "/description"}}}}, "poisoned"},
+		{"response rule not on request", Input{Tool: Tool{Name: "t", Externality: "internal"}, ResponseScan: &ScanView{Status: "fail", Findings: []Finding{{Class: "prompt_injection"}}}}, "default"},
+	}
+	for _, c := range cases {
+		if d := p.Evaluate(&c.in); d.Rule != c.want {
+			t.Errorf("%s: rule %s (%s), want %s", c.name, d.Rule, d.Reason, c.want)
+		}
+	}
+	if !p.HasResponseRules() || p.DependsOnlyOnTool() {
+		t.Errorf("HasResponseRules %v DependsOnlyOnTool %v, want true false", p.HasResponseRules(), p.DependsOnlyOnTool())
+	}
+	in := Input{Tool: Tool{Name: "t"}, ResponseScan: &ScanView{Status: "fail", Findings: []Finding{{Rule: "injection-ignore-instructions", Class: "prompt_injection", Confidence: "high"}}}}
+	if d, ok := p.EvaluateResponse(&in); !ok || d.Rule != "injected_output" || d.Action != ActionDeny {
+		t.Errorf("EvaluateResponse = %+v %v, want injected_output deny", d, ok)
+	}
+	in.ResponseScan = &ScanView{Status: "pass"}
+	if d, ok := p.EvaluateResponse(&in); ok {
+		t.Errorf("EvaluateResponse of a clean response matched %s", d.Rule)
+	}
+	for _, c := range []struct{ when, want string }{
+		{`response_scan.status == "fail" && arguments.x == 1`, "cannot read arguments, meta or argument_scan"},
+		{`response_scan.status == "fail" || tool.name == "x"`, "does not read response_scan"},
+		{`response_scan.status == "failed"`, `"failed"`},
+		{`receipt.status == "ok" && response_scan.status == "fail"`, "either receipt or response_scan"},
+		{`argument_scan.verdict == "x"`, `argument_scan has no field "verdict"`},
+	} {
+		_, err := Parse("p.yaml", []byte("name: p\nversion: '1'\nrules:\n  - id: r\n    when: '"+c.when+"'\n    action: deny\n    reason: r\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", c.when, err, c.want)
+		}
+	}
+}

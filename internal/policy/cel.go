@@ -224,7 +224,7 @@ var (
 		"tool.externality": "string", "tool.required_scopes": "list", "tool.metadata_confidence": "double",
 		"tool.metadata_conflicts": "list",
 		"receipt.status":          "string", "receipt.conflicts": "int",
-		"tool.findings": "list",
+		"tool.findings":        "list",
 		"argument_scan.status": "string", "argument_scan.findings": "list", "argument_scan.classes": "list",
 		"response_scan.status": "string", "response_scan.findings": "list", "response_scan.classes": "list",
 	}

@@ -15,7 +15,7 @@ import (
 // writes to the ledger (directly or nested), plus the declaration, plus
 // rawRecord.
 var ledgerRecords = []any{
-	&GatewayDecisionReceipt{}, &ServerReceipt{}, &ScanResult{}, &DriftResult{}, &Redaction{}, &ToolDeclaration{}, &rawRecord{},
+	&GatewayDecisionReceipt{}, &ServerReceipt{}, &ScanResult{}, &ScanFinding{}, &DriftResult{}, &Redaction{}, &ToolDeclaration{}, &rawRecord{},
 }
 
 // rawRecord holds raw JSON, which CanonicalJSON writes through Canonical:

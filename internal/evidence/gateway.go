@@ -95,13 +95,39 @@ const (
 // that the gateway denied or held, so that no response exists.
 const ReasonHeldBeforeForwarding = "gateway-mediated tool call held before upstream forwarding"
 
-// ScanResult summarizes an argument or response scan (evidence.md §6, §8).
-// It never carries matched values.
+// ScanResult summarizes an argument or response scan (evidence.md §6, §8;
+// docs/scanning.md). It never carries matched values: a finding has a
+// rule id, a class, a confidence, an RFC 6901 path and a masked excerpt.
 type ScanResult struct {
-	Status       string   `json:"status"` // pass, fail or not_run
+	// Status is pass (scanned, no finding), fail (findings) or not_run
+	// (Reason says why).
+	Status       string   `json:"status"`
 	Reason       string   `json:"reason,omitempty"`
 	ArgumentKeys []string `json:"argument_keys,omitempty"`
-	Findings     int      `json:"findings,omitempty"` // number of findings
+	// Findings are what the scan found, after the policy's suppressions.
+	Findings []ScanFinding `json:"findings,omitempty"`
+	// Action is the scan's own verdict (the most severe action of its
+	// findings): allow, monitor, redact or deny.
+	Action string `json:"action,omitempty"`
+	// Redactions are the draft's redaction records of what was rewritten
+	// in the forwarded bytes (field: the RFC 6901 path, prefixed by the
+	// part of the message; class; method; replacement).
+	Redactions []Redaction `json:"redactions,omitempty"`
+}
+
+// ScanFinding is one finding of a [ScanResult].
+type ScanFinding struct {
+	Rule       string `json:"rule"`
+	Class      string `json:"class"`
+	Confidence string `json:"confidence"`
+	// Path is the RFC 6901 pointer of the value, prefixed by the part of
+	// the message it is in ("/arguments/token", "/result/content/0/text").
+	Path string `json:"path"`
+	// Excerpt is masked (a few leading characters and the length of a
+	// secret; a short quote of an injection phrase).
+	Excerpt string `json:"excerpt,omitempty"`
+	// Action is what the policy made of the finding.
+	Action string `json:"action"`
 }
 
 // HeldResponseScan returns the response_scan_result of a call that was

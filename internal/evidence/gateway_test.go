@@ -59,7 +59,7 @@ func TestDecisionDraftExample(t *testing.T) {
 func TestDecisionFieldOrder(t *testing.T) {
 	d := draftDecision()
 	d.ShadowMode = true
-	d.ArgumentScanResult.Findings = 2
+	d.ArgumentScanResult.Findings = []ScanFinding{{Rule: "github-pat", Class: "secret", Confidence: "high", Path: "/arguments/token", Action: "redact"}}
 	d.ArgumentScanResult.Reason = "r"
 	d.InputHash = HashPrefix + strings.Repeat("1", 64)
 	d.OutputHash = HashPrefix + strings.Repeat("2", 64)

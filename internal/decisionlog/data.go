@@ -86,6 +86,49 @@ type ToolDecision struct {
 	ToolKnown  bool   `json:"tool_known"`
 	// Forwarded reports whether the call is forwarded to the server.
 	Forwarded bool `json:"forwarded"`
+	// ArgumentScanResult is the scan of params.arguments (the gateway
+	// decision receipt's argument_scan_result: status, findings with rule,
+	// class, confidence, path and a masked excerpt, the scan's action,
+	// redaction records), as JSON; nil when no scan ran. It never holds a
+	// matched value.
+	ArgumentScanResult json.RawMessage `json:"argument_scan_result,omitempty"`
+}
+
+// Scanned is the `data` of a [TypeScanned] event: a message the gateway
+// scanned had findings (docs/scanning.md). Written for a tools/call
+// response, a server notification or request (notifications/progress,
+// notifications/message, sampling/createMessage, elicitation/create) and
+// the client's answer to a server request; a message without findings
+// gets none.
+type Scanned struct {
+	// Method is the message's method, or, for a response, the method of
+	// the request it answers ("tools/call", "sampling/createMessage").
+	Method string `json:"method"`
+	// Direction is "server_to_client" or "client_to_server".
+	Direction string `json:"direction"`
+	// Tool is the tool of a tools/call response, "" otherwise.
+	Tool string `json:"tool,omitempty"`
+	// DecisionEventID is the tools/call's decision event, "" otherwise.
+	DecisionEventID string `json:"decision_event_id,omitempty"`
+	// RPCIDPresent and RPCID are the message's id, or, for a response,
+	// its request's (verbatim; null when absent).
+	RPCIDPresent bool            `json:"rpc_id_present"`
+	RPCID        json.RawMessage `json:"rpc_id"`
+	// Action is what the gateway did with the message: allow (relayed
+	// unchanged), monitor (relayed, flagged), redact (relayed with the
+	// findings rewritten) or deny (withheld or dropped).
+	Action string `json:"action"`
+	// MatchedRule and Reason say why: a response rule, or the
+	// scanning.actions entry ("scanning").
+	MatchedRule string `json:"matched_rule"`
+	Reason      string `json:"reason"`
+	// ScanResult is the scan (status, findings, action, redaction
+	// records), as JSON; never a matched value.
+	ScanResult json.RawMessage `json:"scan_result"`
+	// PrincipalID, Role and ServerID identify the session.
+	PrincipalID string `json:"principal_id,omitempty"`
+	Role        string `json:"role,omitempty"`
+	ServerID    string `json:"server_id,omitempty"`
 }
 
 // ToolRefused is the `data` of a [TypeToolRefused] event: the tools/call

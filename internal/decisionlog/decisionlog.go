@@ -56,6 +56,10 @@ const (
 	// decision event is never rewritten (the log is append-only), so this
 	// event is what corrects it.
 	TypeToolRefused = "gatehouse.tool.refused.v1"
+	// TypeScanned is the type of the event emitted when a scanned message
+	// had findings (a tools/call response, a server notification or
+	// request, the client's answer to one); its data is a [Scanned].
+	TypeScanned = "gatehouse.scan.v1"
 )
 
 // SpecVersion is the CloudEvents specification version of every event.

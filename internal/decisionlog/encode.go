@@ -102,6 +102,11 @@ func (d ToolDecision) appendJSON(b []byte) ([]byte, bool) {
 	b = strconv.AppendBool(b, d.ToolKnown)
 	b = append(b, `,"forwarded":`...)
 	b = strconv.AppendBool(b, d.Forwarded)
+	if len(d.ArgumentScanResult) > 0 {
+		// The gateway's own compact JSON (jcs.Marshal), line-safe.
+		b = append(b, `,"argument_scan_result":`...)
+		b = linesafe.Append(b, d.ArgumentScanResult)
+	}
 	return append(b, '}'), true
 }
 

@@ -48,6 +48,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 		Shadow:       &ShadowDecision{Action: "deny", MatchedRule: "s", Reason: "would <deny>"},
 		RPCIDPresent: true, RPCID: json.RawMessage(`"a\u2028b"`), ToolCallID: "req_7", ToolCallIDStrength: StrengthWeak, ToolCallIDSource: SourceJSONRPCID,
 		PrincipalID: "alice", Role: "readonly_agent", ServerID: "fs", SideEffect: "mutating", ToolKnown: true, Forwarded: false,
+		ArgumentScanResult: json.RawMessage(`{"action":"redact","findings":[{"action":"redact","class":"secret","confidence":"high","excerpt":"ghp_…(40) <>","path":"/arguments/token","rule":"github-pat"}],"status":"fail"}`),
 	}
 	tests := []struct {
 		name     string

@@ -211,7 +211,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		PolicyVersion:       d.PolicyVersion,
 		MetadataConfidence:  tf.confidence,
 		Warnings:            warnings,
-		ArgumentScanResult:  &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no argument scanners configured", ArgumentKeys: argKeys},
+		ArgumentScanResult:  argumentScan(c.ArgumentScan, argKeys),
 		ShadowMode:          false,
 		AuditEventID:        evidence.NewAuditEventID(),
 		InputHash:           inputHash,
@@ -232,6 +232,21 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 	}
 	return r.write(KindGatewayDecision, rc)
 }
+
+// argumentScan is the argument_scan_result of a decision record: the
+// gateway's scan with the argument keys, or not_run without a scanner.
+func argumentScan(scanned *evidence.ScanResult, keys []string) *evidence.ScanResult {
+	if scanned == nil {
+		return &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no argument scanners configured", ArgumentKeys: keys}
+	}
+	r := *scanned
+	r.ArgumentKeys = keys
+	return &r
+}
+
+// severity orders the action vocabulary (evidence.Actions, least severe
+// first); -1 for a name outside it.
+func severity(a string) int { return slices.Index(evidence.Actions, a) }
 
 // failed is a wait that reports err.
 func failed(err error) func() error { return func() error { return err } }
@@ -370,8 +385,15 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		rc.Warnings = append(rc.Warnings, "server receipt has no usable receipt_id; referenced as "+rc.ServerReceiptID)
 	}
 	rc.ResponseScanResult = &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "no response scanners configured"}
-	if resp.Error != nil {
+	if c.ResponseScan != nil {
+		rc.ResponseScanResult = c.ResponseScan
+	} else if resp.Error != nil {
 		rc.ResponseScanResult.Reason = "the server answered with a JSON-RPC error"
+	}
+	if v := c.ResponseVerdict; v != nil && severity(string(v.Action)) > severity(rc.Action) {
+		// The response filters' verdict (a redaction, a withheld
+		// response) is the outcome's action.
+		rc.Action, rc.MatchedRule, rc.Reason = string(v.Action), v.Rule, v.Reason
 	}
 	withhold, why := false, ""
 	action, reason := r.cfg.Require.Check(status)

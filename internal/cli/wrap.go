@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
 	"github.com/gatehouse-mcp/gatehouse/internal/outpath"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 	"github.com/gatehouse-mcp/gatehouse/internal/stdio"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
@@ -67,6 +68,7 @@ type wrapFlags struct {
 	receiptKeys  string
 	requireRcpts string
 	gatewayID    string
+	noScan       bool
 }
 
 func newWrapCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -111,6 +113,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
+	fl.BoolVar(&f.noScan, "no-scan", false, "do not scan arguments, responses and tool definitions for secrets, personal data, prompt injection and poisoning (the policy's scanning block then has no effect)")
 	return cmd
 }
 
@@ -303,6 +306,13 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	}
 	if rec2 != nil {
 		cfg.Evidence = rec2
+	}
+	if sc := pol.Scanning(); !f.noScan && (sc.Arguments || sc.Responses || sc.Tools) {
+		scanner, err := scan.New(scan.Options{})
+		if err != nil {
+			return configError("scanner: %v", err)
+		}
+		cfg.Scanner = scanner
 	}
 	if rec != nil {
 		// Assigned only when set: a nil *Recorder in the interface would

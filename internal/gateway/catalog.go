@@ -35,6 +35,10 @@ type catalog struct {
 	// empties it.
 	gen       uint64
 	decisions map[string]policy.Decision
+	// findings, when set, scans a listed definition (scanStage.toolFindings):
+	// its findings become the policy's tool.findings. Set once, before
+	// the catalog is used.
+	findings func(mcp.Tool) []policy.Finding
 }
 
 // maxDecisions bounds the decision cache (one entry per tool name).
@@ -42,6 +46,15 @@ const maxDecisions = 4096
 
 func newCatalog() *catalog {
 	return &catalog{tools: map[string]mcp.Tool{}, facts: map[string]*toolFacts{}, props: map[string]map[string]string{}, decisions: map[string]policy.Decision{}}
+}
+
+// newFacts is newToolFacts(t) with the definition's scan findings.
+func (c *catalog) newFacts(t mcp.Tool) *toolFacts {
+	var fs []policy.Finding
+	if c.findings != nil {
+		fs = c.findings(t)
+	}
+	return newToolFacts(t, fs)
 }
 
 // changed records a change of the catalog (c.mu held for writing): cached
@@ -183,7 +196,7 @@ func (c *catalog) upsert(tools []mcp.Tool) {
 	tools = withoutNames(tools, dup)
 	facts := make([]*toolFacts, len(tools))
 	for i, t := range tools {
-		facts[i] = newToolFacts(t)
+		facts[i] = c.newFacts(t)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -230,7 +243,7 @@ func (c *catalog) replace(tools []mcp.Tool) {
 	props := make(map[string]map[string]string, len(tools))
 	for _, t := range tools {
 		m[t.Name] = t
-		facts[t.Name] = newToolFacts(t)
+		facts[t.Name] = c.newFacts(t)
 		props[t.Name] = schemaProps(t.InputSchema)
 	}
 	c.mu.Lock()

@@ -15,6 +15,7 @@ import (
 const (
 	StageUnknownTool      = "unknown_tool"
 	StageArgumentNameCase = "argument_name_case"
+	StageScan             = "scan"
 	StagePolicy           = "policy"
 	StageDecisionLog      = "decision_log"
 	StageRequestReceipts  = "request_receipts"
@@ -66,6 +67,11 @@ type callState struct {
 	// evCall is the call as the Evidence saw it (evidenceStage), nil
 	// without Evidence.
 	evCall *Call
+	// argScan and respScan are the scans of the arguments and of the
+	// response (scanStage), nil when no scanner is configured;
+	// respVerdict is the response's verdict when it is not allow.
+	argScan, respScan *scanOutcome
+	respVerdict       *pipeline.Verdict
 }
 
 // notRecorded refuses an allowed call whose decision or evidence could
@@ -87,6 +93,9 @@ func (st *callState) notRecorded(failOpen bool) {
 // decision) stays.
 func (st *callState) dropFrame(c *pipeline.Call) {
 	c.Arguments, c.Meta = nil, nil
+	if st.argScan != nil {
+		st.argScan.report = nil // its texts alias the frame
+	}
 	st.line = nil
 	st.event = decisionlog.Event{ID: st.event.ID}
 }
@@ -103,9 +112,11 @@ func stateOf(c *pipeline.Call) (*callState, error) {
 
 // compileChain builds the session's stages, compiled once at New:
 //
-//   - the deciders unknown_tool, argument_name_case and policy, in that
-//     order (an unknown tool is denied before policy is asked; the first
-//     deny stops the chain, so the decision names the stage that denied);
+//   - the deciders unknown_tool, argument_name_case, scan (with a
+//     Config.Scanner) and policy, in that order (an unknown tool is denied
+//     before policy is asked; the first deny stops the chain, so the
+//     decision names the stage that denied; policy reads what scan
+//     found); scan is also the one Filter of the session's own stages;
 //   - the recorders decision_log (always: without a decision log it
 //     writes the decision to the diagnostic logger), request_receipts
 //     (with a decision log and receipts) and evidence (with an Evidence),
@@ -114,14 +125,26 @@ func stateOf(c *pipeline.Call) (*callState, error) {
 //   - then Config.Stages, as given.
 //
 // The stages share the session's catalog.
-func compileChain(cfg Config, cat *catalog, diag *slog.Logger) (*pipeline.Chain, error) {
+func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*pipeline.Chain, error) {
 	failOpen := cfg.Policy.Settings().OnLogFailure == "fail_open"
-	stages := []pipeline.Stage{
-		unknownToolStage{},
-		argumentNameCaseStage{catalog: cat},
-		&policyStage{policy: cfg.Policy, catalog: cat},
-		&decisionLogStage{log: cfg.Log, diag: diag, failOpen: failOpen},
+	var sc *scanStage
+	if cfg.Scanner != nil {
+		sc = &scanStage{scanner: cfg.Scanner, policy: cfg.Policy, settings: cfg.Policy.Scanning(), session: sess, toolScans: map[string][]policy.Finding{}}
+		if sess != nil {
+			sess.scan = sc
+			if sc.settings.Tools {
+				cat.findings = sc.toolFindings
+			}
+		}
 	}
+	stages := []pipeline.Stage{unknownToolStage{}, argumentNameCaseStage{catalog: cat}}
+	if sc != nil {
+		stages = append(stages, sc)
+	}
+	stages = append(stages,
+		&policyStage{policy: cfg.Policy, catalog: cat, scan: sc},
+		&decisionLogStage{log: cfg.Log, diag: diag, failOpen: failOpen},
+	)
 	if cfg.Log != nil && cfg.Receipts != nil {
 		stages = append(stages, receiptsStage{receipts: cfg.Receipts})
 	}

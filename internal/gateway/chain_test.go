@@ -65,7 +65,7 @@ func TestSessionChain(t *testing.T) {
 		{Name: "read", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`), Annotations: mcp.Annotations{ReadOnlyHint: &yes}},
 		{Name: "write", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 	})
-	ch, err := compileChain(Config{Policy: pol}, cat, slog.New(slog.DiscardHandler))
+	ch, err := compileChain(Config{Policy: pol}, cat, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestSessionChain(t *testing.T) {
 // pipeline.RuleStageFailed.
 func TestPolicyStageNeedsState(t *testing.T) {
 	pol := stagesPolicy(t)
-	ch, err := compileChain(Config{Policy: pol}, newCatalog(), slog.New(slog.DiscardHandler))
+	ch, err := compileChain(Config{Policy: pol}, newCatalog(), slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestSessionRecorders(t *testing.T) {
 			rc := &fakeReceipts{}
 			cat := newCatalog()
 			cat.replace([]mcp.Tool{{Name: "read", Annotations: mcp.Annotations{ReadOnlyHint: &yes}}})
-			ch, err := compileChain(Config{Policy: pol, Log: log, Receipts: rc, Evidence: ev}, cat, slog.New(slog.DiscardHandler))
+			ch, err := compileChain(Config{Policy: pol, Log: log, Receipts: rc, Evidence: ev}, cat, slog.New(slog.DiscardHandler), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +278,7 @@ func TestKeptCallHoldsNoFrame(t *testing.T) {
 	if !s.addPending(m.ID, slot) {
 		t.Fatal("id in flight")
 	}
-	if fwd, reply := s.runToolCall(line, &m, p, slot, false); !fwd || reply != nil {
+	if fwd, reply, _ := s.runToolCall(line, &m, p, slot, false); !fwd || reply != nil {
 		t.Fatalf("forward %v reply %q, want the call forwarded", fwd, reply)
 	}
 	pc := slot.call

@@ -134,13 +134,25 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 		return true, nil, nil
 	case jsonrpc.KindResponse:
 		s.mu.Lock()
-		_, ok := s.pendingS2C[m.ID.Key()]
+		method, ok := s.pendingS2C[m.ID.Key()]
 		delete(s.pendingS2C, m.ID.Key())
 		s.mu.Unlock()
 		if !ok {
 			s.stats.Dropped.Add(1)
 			s.record("client", "response to no pending server request", 0, len(m.Raw), m.ID)
 			return false, nil, nil
+		}
+		if s.scan != nil {
+			out, answer := s.scanMessage(dirClientToServer, m, line, method)
+			switch {
+			case out == nil:
+				if answer != nil {
+					return false, nil, s.relayToServer(answer, nil)
+				}
+				return false, nil, nil
+			case line != nil && &out[0] != &line[0]:
+				return false, nil, s.relayToServer(out, nil)
+			}
 		}
 		return true, nil, nil
 	}

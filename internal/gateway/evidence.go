@@ -9,6 +9,14 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
+// ResponseVerdict is what the response filters decided about a
+// forwarded call's response: Action (monitor, redact, deny), the rule that
+// decided and why.
+type ResponseVerdict struct {
+	Action       policy.Action
+	Rule, Reason string
+}
+
 // CodeWithheld answers a tools/call whose response the gateway withheld
 // (for example a server receipt that does not meet receipts.require).
 const CodeWithheld = -32082
@@ -74,6 +82,15 @@ type Call struct {
 	DecisionEventID string
 	// Received is when the gateway read the request.
 	Received time.Time
+	// ArgumentScan is the scan of the arguments (findings, the scan's
+	// action, redaction records), nil when no scanner is configured.
+	ArgumentScan *evidence.ScanResult
+	// ResponseScan is the scan of the response, set before Responded; nil
+	// when no scanner is configured. ResponseVerdict is the response's
+	// verdict when it is not allow (a redaction, a withheld response):
+	// the outcome's action.
+	ResponseScan    *evidence.ScanResult
+	ResponseVerdict *ResponseVerdict
 	// State belongs to the Evidence implementation (hashes computed in
 	// Decided, ids to link the outcome to).
 	State any
@@ -115,14 +132,15 @@ type toolFacts struct {
 	view *policy.ToolView
 }
 
-// newToolFacts returns the facts of a listed definition.
-func newToolFacts(t mcp.Tool) *toolFacts {
+// newToolFacts returns the facts of a listed definition, with the
+// findings of its scan (nil without a scanner).
+func newToolFacts(t mcp.Tool, findings []policy.Finding) *toolFacts {
 	it := evidence.ToolIntentOf(&t)
 	f := &toolFacts{intent: it, tool: policy.Tool{
 		Known: true, Title: t.Title, Description: t.Description, Annotations: t.Annotations.Map(),
 		DeclaredSideEffects: it.DeclaredSideEffects, SideEffect: it.SideEffect, DataClasses: it.DataClasses,
 		Externality: it.Externality, RequiredScopes: it.RequiredScopes, MetadataConfidence: evidence.Confidence(it, 0),
-		Sources: it.Sources, MetadataConflicts: it.ConflictFields(),
+		Sources: it.Sources, MetadataConflicts: it.ConflictFields(), Findings: findings,
 	}}
 	f.name, f.view = t.Name, policy.NewToolView(f.policyTool(t.Name))
 	return f
@@ -152,7 +170,7 @@ func factsOf(tool mcp.Tool, known bool) *toolFacts {
 	if !known {
 		return unknownFacts
 	}
-	return newToolFacts(tool)
+	return newToolFacts(tool, nil)
 }
 
 // policyTool is the policy's view of a call to name of this definition.

@@ -32,6 +32,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
@@ -86,6 +87,11 @@ type Config struct {
 	// once for a private tools/list fetch, each on a goroutine of its own;
 	// past it the client gets CodeBusy at once. <= 0 means 256.
 	MaxHeld int
+	// Scanner inspects tools/call arguments, responses, server
+	// notifications and requests, the client's answers to them and
+	// tools/list definitions (docs/scanning.md), as the policy's scanning
+	// block says; nil turns scanning off (every scan result not_run).
+	Scanner *scan.Scanner
 	// Logger receives diagnostics (stderr in the CLI); nil discards them.
 	Logger *slog.Logger
 	// Stages are more stages of the tools/call chain, after the
@@ -115,7 +121,7 @@ type Session struct {
 
 	mu          sync.Mutex
 	pendingC2S  map[string]*pending // client requests awaiting the server
-	pendingS2C  map[string]struct{} // server requests awaiting the client
+	pendingS2C  map[string]string   // server requests awaiting the client: their method
 	private     map[string]chan []byte
 	revision    mcp.Revision // negotiated (initialize) or last declared (stateless)
 	lastMeta    []byte       // params._meta of the last stateless request, for private requests
@@ -157,6 +163,9 @@ type Session struct {
 	// (compileChain); info is the session as the stages see it.
 	chain *pipeline.Chain
 	info  pipeline.SessionInfo
+	// scan is the chain's scan stage, nil without a Config.Scanner; it
+	// also scans the messages that are not tools/call (scanMessage).
+	scan *scanStage
 
 	// clientGone is closed at the first failed write to the client;
 	// clientErr is that failure (ClientGone, ClientErr).
@@ -214,7 +223,7 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		toServer:   newPeer(server),
 		toClient:   newPeer(client),
 		pendingC2S: map[string]*pending{},
-		pendingS2C: map[string]struct{}{},
+		pendingS2C: map[string]string{},
 		private:    map[string]chan []byte{},
 		privNonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		catalog:    newCatalog(),
@@ -222,7 +231,7 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		refreshing: make(chan struct{}, 1),
 	}
 	sess.info = pipeline.SessionInfo{PrincipalID: cfg.Principal.ID, Role: cfg.Principal.Role, ServerID: cfg.ServerID}
-	chain, err := compileChain(cfg, sess.catalog, lg)
+	chain, err := compileChain(cfg, sess.catalog, lg, sess)
 	if err != nil {
 		panic(err) // the stages are fixed: two with one name is a defect
 	}

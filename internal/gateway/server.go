@@ -120,7 +120,11 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			return false
 		}
 		if call != nil {
-			resp := &pipeline.Response{ID: m.ID, Result: m.Result, Error: m.Error, Raw: m.Raw}
+			raw := m.Raw // a batch member's own bytes
+			if frame != nil {
+				raw = frame // the whole line, terminator included
+			}
+			resp := &pipeline.Response{ID: m.ID, Result: m.Result, Error: m.Error, Raw: raw}
 			call.Response = resp
 			// The response filters (reverse chain order) judge it first:
 			// a verdict that does not forward withholds it, a rewrite is
@@ -175,7 +179,7 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 		s.mu.Lock()
 		_, dup := s.pendingS2C[k]
 		if !dup {
-			s.pendingS2C[k] = struct{}{}
+			s.pendingS2C[k] = m.Method
 		}
 		s.mu.Unlock()
 		if dup {
@@ -183,14 +187,36 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			_ = s.sendServer(errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil))
 			return false
 		}
-		return true
+		return s.scanServerMessage(m, frame)
 	case jsonrpc.KindNotification:
 		if m.Method == mcp.MethodToolsListChanged {
 			s.catalog.markStale()
 		}
-		return true
+		return s.scanServerMessage(m, frame)
 	}
 	return false
+}
+
+// scanServerMessage scans a server notification or request
+// (scanMessage) and reports whether frame is to be relayed as it is; a
+// rewritten message is relayed here (false), a withheld one dropped (and
+// a withheld request answered).
+func (s *Session) scanServerMessage(m *jsonrpc.Message, frame []byte) bool {
+	if s.scan == nil {
+		return true
+	}
+	out, answer := s.scanMessage(dirServerToClient, m, frame, m.Method)
+	if answer != nil {
+		_ = s.sendServer(answer)
+	}
+	switch {
+	case out == nil:
+		return false
+	case frame != nil && &out[0] != &frame[0]:
+		_ = s.relayToClient(out, nil)
+		return false
+	}
+	return true
 }
 
 // filterResponse runs the chain's Filters on the response resp to the

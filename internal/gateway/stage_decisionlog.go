@@ -98,6 +98,9 @@ func toolDecisionData(c *pipeline.Call, st *callState) decisionlog.ToolDecision 
 	if c.ID.Present() {
 		data.RPCID = json.RawMessage(c.ID.Raw())
 	}
+	if st.argScan != nil {
+		data.ArgumentScanResult = scanJSON(st.argScan.result)
+	}
 	if d.Shadow != nil {
 		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
 	}

@@ -32,6 +32,12 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		if st.evCall == nil || r == nil {
 			return nil
 		}
+		if st.respScan != nil {
+			st.evCall.ResponseScan = st.respScan.result
+		}
+		if v := st.respVerdict; v != nil {
+			st.evCall.ResponseVerdict = &ResponseVerdict{Action: policy.Action(v.Action.String()), Rule: v.Rule, Reason: v.Reason}
+		}
 		wait := s.evidence.Responded(st.evCall, &jsonrpc.Message{Kind: jsonrpc.KindResponse, ID: r.ID, Result: r.Result, Error: r.Error, Raw: r.Raw})
 		return func() error {
 			if withhold, reason := wait(); withhold {
@@ -45,6 +51,9 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		ServerID: c.Session.ServerID, Principal: policy.Principal{ID: c.Session.PrincipalID, Role: c.Session.Role},
 		ID: c.ID, Arguments: c.Arguments, Meta: c.Meta, ToolCallID: st.toolCallID, ToolCallIDStrength: st.strength,
 		Decision: st.decision, Forwarded: st.allowed, DecisionEventID: st.eventID, Received: c.Received,
+	}
+	if st.argScan != nil {
+		call.ArgumentScan = st.argScan.result
 	}
 	wait := s.evidence.Decided(call)
 	call.Arguments, call.Meta = nil, nil // only valid during Decided

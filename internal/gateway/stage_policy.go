@@ -19,9 +19,13 @@ import (
 // (policy.DependsOnlyOnTool), decisions are cached per tool name and
 // catalog generation (catalog.decision): any change of the catalog empties
 // the cache.
+//
+// A rule's redact redacts every finding of the argument scan (scanStage;
+// with no scanner, or no finding, nothing changes).
 type policyStage struct {
 	policy  *policy.Policy
 	catalog *catalog
+	scan    *scanStage // nil without a scanner
 }
 
 func (*policyStage) Name() string { return StagePolicy }
@@ -40,6 +44,9 @@ func (s *policyStage) Decide(_ context.Context, c *pipeline.Call) error {
 			ToolView:  st.facts.viewFor(c.Name),    // likewise: no map of the tool per call
 			Meta:      st.meta,
 		}
+		if st.argScan != nil {
+			in.ArgumentScan = st.argScan.view
+		}
 		if s.policy.UsesArguments() {
 			// Decoded only for a policy that reads them: a large argument
 			// object costs a copy and a map otherwise.
@@ -53,6 +60,12 @@ func (s *policyStage) Decide(_ context.Context, c *pipeline.Call) error {
 	v, ok := verdictOf(StagePolicy, d.Action, d.Rule, d.ReasonCode, d.Reason)
 	if !ok {
 		return fmt.Errorf("policy stage: action %q is not in the pipeline's vocabulary", d.Action)
+	}
+	if v.Action == pipeline.Redact && s.scan != nil {
+		if err := s.scan.redactArguments(c, st, true); err != nil {
+			v = pipeline.Verdict{Action: pipeline.Deny, Stage: StagePolicy, Rule: d.Rule, ReasonCode: d.ReasonCode,
+				Reason: "rule " + d.Rule + " redacts the arguments, which could not be redacted: " + err.Error(), Code: CodeDenied}
+		}
 	}
 	c.Decide(v)
 	if d.Shadow != nil {

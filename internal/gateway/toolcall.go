@@ -108,7 +108,16 @@ func (s *Session) toolCall(line []byte, m *jsonrpc.Message, inBatch bool) (bool,
 		}(append([]byte(nil), line...))
 		return false, nil, nil
 	}
-	fwd, reply := s.runToolCall(line, m, p, slot, !inBatch)
+	fwd, reply, out := s.runToolCall(line, m, p, slot, !inBatch)
+	if fwd && len(line) > 0 && len(out) > 0 && &out[0] != &line[0] {
+		// Redacted (scanStage): the rewritten frame goes instead of the
+		// received one, in order, unless the client cancels it first.
+		var ready pipeline.Ready
+		if slot != nil {
+			ready = func() (bool, []byte) { return !s.cancelled(m.ID, slot), nil }
+		}
+		return false, reply, s.relayToServer(out, ready)
+	}
 	return fwd, reply, nil
 }
 
@@ -128,8 +137,8 @@ func (s *Session) heldToolCall(frame []byte, slot *pending) {
 		s.refreshCatalog(p.meta)
 	}
 	<-s.refreshing
-	fwd, reply := s.runToolCall(frame, &m, p, slot, false)
-	s.deliver(frame, fwd, reply, func() bool { return !s.cancelled(m.ID, slot) })
+	fwd, reply, out := s.runToolCall(frame, &m, p, slot, false)
+	s.deliver(out, fwd, reply, func() bool { return !s.cancelled(m.ID, slot) })
 }
 
 // cancelled reports whether the client cancelled the request whose pending
@@ -191,8 +200,15 @@ func (s *Session) wasAbandoned(slot *pending) bool {
 // later, in the Sequencer to the server: after the burst's one write to
 // the decision log (burst.go), or once its evidence is durable;
 // runToolCall then reports neither a forward nor an answer.
-func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (bool, []byte) {
+//
+// out is the frame to forward: line, or the frame a stage rewrote it to
+// (a redaction, pipeline.Call.Rewrite); the async paths forward it
+// themselves.
+func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams, slot *pending, async bool) (fwd bool, reply, out []byte) {
 	pc, st := s.decide(line, m, p, slot)
+	if rw := pc.Rewritten(); rw != nil && line != nil {
+		line = rw
+	}
 	// A call of the client loop's burst has its event encoded for the
 	// burst's one write instead of written now (decisionLogStage).
 	st.stage = async && line != nil && s.stagingCalls(len(line))
@@ -218,7 +234,7 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 			st.logErr = b.errFor(end)
 			return s.finishToolCall(pc, st, rec())
 		}) // fails only once the server is gone
-		return false, nil
+		return false, nil, line
 	case st.evCall != nil && async && line != nil && s.toServerQ != nil:
 		// The call waits for its evidence in the ordered sequencer to the
 		// server, so that the client relay goes on reading (a
@@ -226,9 +242,10 @@ func (s *Session) runToolCall(line []byte, m *jsonrpc.Message, p toolCallParams,
 		// calls share durable ledger writes, while frames keep their
 		// order.
 		_ = s.toServerQ.Push(line, func() (bool, []byte) { return s.finishToolCall(pc, st, rec()) })
-		return false, nil
+		return false, nil, line
 	}
-	return s.finishToolCall(pc, st, rec())
+	fwd, reply = s.finishToolCall(pc, st, rec())
+	return fwd, reply, line
 }
 
 // decide runs the session's deciders on one tools/call and returns the

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"encoding/json"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+)
+
+// Directions of a scanned message (decisionlog.Scanned.Direction).
+const (
+	dirServerToClient = "server_to_client"
+	dirClientToServer = "client_to_server"
+)
+
+// scannedMethods are the methods whose messages are scanned besides
+// tools/call (docs/scanning.md, "What is scanned"): the server's
+// notifications/progress and notifications/message, its
+// sampling/createMessage and elicitation/create requests, and the client's
+// answers to those requests.
+var scannedMethods = map[string]bool{
+	mcp.MethodProgress:       true,
+	"notifications/message":  true,
+	"sampling/createMessage": true,
+	"elicitation/create":     true,
+}
+
+// scanMessage scans one message that is not a tools/call request or
+// response: a server notification or request of scannedMethods
+// (dir dirServerToClient; its params), or the client's answer to such a
+// request (dirClientToServer; method is the request's; its result or
+// error). frame is the message's whole line, nil for a batch member.
+//
+// It returns the bytes to relay: frame itself when nothing is to change,
+// a rewritten frame (redact), or nil when the message is withheld (deny,
+// or a redaction inside a batch, which cannot be re-joined); answer is
+// the error response the gateway sends the server instead of a withheld
+// request's answer or for a withheld server request, nil otherwise.
+// Findings are recorded in a gatehouse.scan.v1 event.
+func (s *Session) scanMessage(dir string, m *jsonrpc.Message, frame []byte, method string) (out, answer []byte) {
+	out = frame
+	if out == nil {
+		out = m.Raw
+	}
+	sc := s.scan
+	if sc == nil || !scannedMethods[method] {
+		return out, nil
+	}
+	doc, prefix, where := m.Params, "/params", policy.WhereResponse
+	if dir == dirClientToServer {
+		if !sc.settings.Arguments {
+			return out, nil
+		}
+		doc, prefix, where = m.Result, "/result", policy.WhereArguments
+		if doc == nil {
+			doc, prefix = m.Error, "/error"
+		}
+	} else if !sc.settings.Responses {
+		return out, nil
+	}
+	if len(doc) == 0 {
+		return out, nil
+	}
+	o := sc.inspectDoc(doc, prefix, "", s.info.ServerID, where)
+	if len(o.findings) == 0 && o.action == policy.ActionAllow {
+		return out, nil
+	}
+	reason := scanReason(prefix[1:], o)
+	withhold := o.action == policy.ActionDeny || o.action == policy.ActionQuarantine
+	if o.action == policy.ActionRedact {
+		if frame == nil {
+			withhold, reason = true, "a message inside a batch cannot be rewritten; withheld"
+		} else if red, err := o.redact(doc, false); err != nil {
+			withhold, reason = true, "the findings could not be redacted: "+err.Error()+"; withheld"
+		} else if rw, err := splice(frame, doc, red); err != nil {
+			withhold, reason = true, "the findings could not be redacted: "+err.Error()+"; withheld"
+		} else {
+			out = rw
+		}
+	}
+	action := string(o.action)
+	if withhold {
+		action, out = string(policy.ActionDeny), nil
+		o.result.Action = action
+		switch {
+		case dir == dirServerToClient && m.Kind == jsonrpc.KindRequest:
+			s.mu.Lock()
+			delete(s.pendingS2C, m.ID.Key())
+			s.mu.Unlock()
+			answer = errorFrame(m.ID, CodeWithheld, "gatehouse: "+method+" withheld: "+reason, nil)
+		case dir == dirClientToServer:
+			answer = errorFrame(m.ID, CodeWithheld, "gatehouse: the client's answer to "+method+" was withheld: "+reason, nil)
+		}
+		s.stats.Dropped.Add(1)
+	}
+	s.emitScanned(decisionlog.Scanned{Method: method, Direction: dir, Action: action, MatchedRule: RuleScanning, Reason: reason}, m.ID, o.result)
+	return out, answer
+}
+
+// emitScanned writes a gatehouse.scan.v1 event (data d, with the id and
+// the scan result filled in), or, without a decision log, a diagnostic.
+// A failed write is logged: the message was judged either way.
+func (s *Session) emitScanned(d decisionlog.Scanned, id jsonrpc.ID, result *evidence.ScanResult) {
+	if s.cfg.Log == nil {
+		n := 0
+		if result != nil {
+			n = len(result.Findings)
+		}
+		s.log.Warn("scan findings", "method", d.Method, "direction", d.Direction, "tool", d.Tool, "action", d.Action, "findings", n)
+		return
+	}
+	d.RPCIDPresent, d.RPCID = id.Present(), json.RawMessage("null")
+	if id.Present() {
+		d.RPCID = json.RawMessage(id.Raw())
+	}
+	d.ScanResult = scanJSON(result)
+	d.PrincipalID, d.Role, d.ServerID = s.info.PrincipalID, s.info.Role, s.info.ServerID
+	if _, err := s.cfg.Log.Emit(decisionlog.TypeScanned, d); err != nil {
+		s.log.Error("decision log write failed", "err", err)
+	}
+}

@@ -16,6 +16,7 @@ package inspect
 
 import (
 	"errors"
+	"hash/crc32"
 	"strconv"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
@@ -126,6 +127,7 @@ type Report struct {
 
 	opts Options
 	size int
+	sum  uint32 // CRC-32C of the document, to tell another apart
 	tool bool
 }
 
@@ -193,7 +195,7 @@ var errStop = errors.New("inspect: stop")
 // doc or of reused buffers: doc must not change during the call.
 func Inspect(sc *scan.Scanner, doc []byte, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
-	r := &Report{opts: opts, size: len(doc)}
+	r := &Report{opts: opts, size: len(doc), sum: checksum(doc)}
 	w := newWalker(doc, opts)
 	r.attach(sc, w)
 	if err := w.walk(); err != nil && err != errStop {
@@ -202,6 +204,10 @@ func Inspect(sc *scan.Scanner, doc []byte, opts Options) (*Report, error) {
 	r.Undecoded = w.undecoded
 	return r, nil
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func checksum(doc []byte) uint32 { return crc32.Checksum(doc, castagnoli) }
 
 func newWalker(doc []byte, opts Options) *walker {
 	return &walker{opts: opts, doc: doc, budget: opts.MaxBytes, path: make([]seg, 0, 16)}

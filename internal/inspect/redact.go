@@ -97,8 +97,8 @@ type value struct {
 // with the walk's errors when doc is malformed beyond where Inspect
 // stopped (a truncated report).
 func (r *Report) Redact(doc []byte, sel func(Finding) bool) (out []byte, recs []Redaction, err error) {
-	if len(doc) != r.size {
-		return nil, nil, fmt.Errorf("inspect: redact: %w (length)", ErrMismatch)
+	if len(doc) != r.size || checksum(doc) != r.sum {
+		return nil, nil, fmt.Errorf("inspect: redact: %w", ErrMismatch)
 	}
 	var (
 		selected map[loc][]span

@@ -17,7 +17,7 @@ import (
 // scanned. The errors are Inspect's; tool must be an object.
 func InspectTool(sc *scan.Scanner, tool []byte) (*Report, error) {
 	opts := Options{Mode: scan.ModeToolDefinition}.withDefaults()
-	r := &Report{opts: opts, size: len(tool), tool: true}
+	r := &Report{opts: opts, size: len(tool), sum: checksum(tool), tool: true}
 	w := newWalker(tool, opts)
 	r.attach(sc, w)
 	if err := w.tool(); err != nil && err != errStop {

@@ -1,0 +1,197 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/redact")
+
+// TestRedactGolden holds Redact's wire bytes to testdata/redact/*.txtar:
+// each has input.json, and the findings (every one selected, member
+// names scanned), output.json and records it gives (-update rewrites
+// them).
+func TestRedactGolden(t *testing.T) {
+	sc := testScanner(t)
+	files, _ := filepath.Glob("testdata/redact/*.txtar")
+	if len(files) == 0 {
+		t.Fatal("no golden files")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ar, err := txtar.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sections := map[string][]byte{}
+			for _, f := range ar.Files {
+				sections[f.Name] = f.Data
+			}
+			in := sections["input.json"]
+			if err := strictjson.Validate(in); err != nil {
+				t.Fatalf("input: %v", err)
+			}
+			r, err := Inspect(sc, in, Options{ScanNames: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, recs, err := r.Redact(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRedacted(t, in, out)
+			findings := []byte(strings.Join(got(r), "\n") + "\n")
+			var rb bytes.Buffer
+			for _, rec := range recs {
+				line, _ := json.Marshal(rec)
+				rb.Write(line)
+				rb.WriteByte('\n')
+			}
+			want := map[string][]byte{"findings": findings, "output.json": out, "records": rb.Bytes()}
+			if *update {
+				ar.Files = []txtar.File{{Name: "input.json", Data: in}}
+				for _, name := range []string{"findings", "output.json", "records"} {
+					ar.Files = append(ar.Files, txtar.File{Name: name, Data: want[name]})
+				}
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			for _, name := range []string{"findings", "output.json", "records"} {
+				if !bytes.Equal(sections[name], want[name]) {
+					t.Errorf("%s:\n got %s\nwant %s", name, want[name], sections[name])
+				}
+			}
+		})
+	}
+}
+
+// checkRedacted checks out is valid JSON and has in's tokens, every one
+// but string values byte for byte.
+func checkRedacted(t testing.TB, in, out []byte) {
+	t.Helper()
+	if err := strictjson.Validate(out); err != nil {
+		t.Fatalf("output is not strict JSON: %v\n%s", err, out)
+	}
+	di := jsontext.NewDecoder(bytes.NewReader(in))
+	do := jsontext.NewDecoder(bytes.NewReader(out))
+	for {
+		ti, erri := di.ReadToken()
+		to, erro := do.ReadToken()
+		if erri != nil || erro != nil {
+			if (erri == nil) != (erro == nil) {
+				t.Fatalf("token streams differ in length: %v, %v", erri, erro)
+			}
+			break
+		}
+		if ti.Kind() != to.Kind() {
+			t.Fatalf("token kinds differ: %v, %v", ti.Kind(), to.Kind())
+		}
+		if ti.Kind() != '"' {
+			if ti.String() != to.String() {
+				t.Fatalf("token %v became %v", ti, to)
+			}
+			continue
+		}
+		// Member names are never rewritten.
+		if kind, n := di.StackIndex(di.StackDepth()); kind == '{' && n%2 == 1 && ti.String() != to.String() {
+			t.Fatalf("member name %q became %q", ti.String(), to.String())
+		}
+	}
+}
+
+func TestRedactNothingSelected(t *testing.T) {
+	sc := testScanner(t)
+	for _, doc := range []string{
+		`{"a":"SECRET-ABCD1234","b":"bob@example.com"}`,
+		`{"nothing":"here"}`,
+	} {
+		in := []byte(doc)
+		r, err := Inspect(sc, in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, recs, err := r.Redact(in, func(Finding) bool { return false })
+		if err != nil || recs != nil || &out[0] != &in[0] || len(out) != len(in) {
+			t.Errorf("%s: Redact selecting nothing = %q, %v, %v; want doc itself", doc, out, recs, err)
+		}
+	}
+}
+
+func TestRedactSelection(t *testing.T) {
+	sc := testScanner(t)
+	in := []byte(`{"a":"SECRET-ABCD1234 bob@example.com","b":["bob@example.com"]}`)
+	r, err := Inspect(sc, in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	highSecrets := func(f Finding) bool { return f.Class == scan.ClassSecret && f.Confidence == scan.High }
+	out, recs, err := r.Redact(in, highSecrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":"[REDACTED_SECRET] bob@example.com","b":["bob@example.com"]}`; string(out) != want {
+		t.Errorf("out %s\nwant %s", out, want)
+	}
+	if len(recs) != 1 || recs[0] != (Redaction{Field: "/a", Class: "secret", Method: "pattern", Replacement: ReplacementSecret}) {
+		t.Errorf("records %+v", recs)
+	}
+	out, recs, err = r.Redact(in, func(f Finding) bool { return f.Class == scan.ClassPII })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":"SECRET-ABCD1234 [REDACTED_PII]","b":["[REDACTED_PII]"]}`; string(out) != want {
+		t.Errorf("out %s\nwant %s", out, want)
+	}
+	// The second occurrence is a finding too: selected, it is "pattern",
+	// not "consistent".
+	if len(recs) != 2 || recs[1].Method != "pattern" || recs[1].Field != "/b/0" {
+		t.Errorf("records %+v", recs)
+	}
+}
+
+func TestRedactMismatch(t *testing.T) {
+	sc := testScanner(t)
+	in := []byte(`{"a":"SECRET-ABCD1234"}`)
+	r, err := Inspect(sc, in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Redact([]byte(`{"a":"x"}`), nil); err == nil {
+		t.Error("Redact of another document: no error")
+	}
+	if _, _, err := r.Redact([]byte(`{"b":"SECRET-ABCD1234"}`), nil); err == nil {
+		t.Error("Redact of a same-length document: no error")
+	}
+}
+
+func TestRedactSchema(t *testing.T) {
+	// The redacted structuredContent still validates against the tool's
+	// outputSchema.
+	sc := testScanner(t)
+	schema := []byte(`{"type":"object","properties":{"token":{"type":"string"},"n":{"type":"integer"}},"required":["token"],"additionalProperties":false}`)
+	in := []byte(`{"token":"SECRET-ABCD1234","n":3}`)
+	r, err := Inspect(sc, in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := r.Redact(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSchema(schema, out); err != nil {
+		t.Errorf("redacted value: %v", err)
+	}
+}

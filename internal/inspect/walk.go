@@ -1,0 +1,850 @@
+package inspect
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
+)
+
+// maxNest is how many levels of JSON nested inside strings are parsed
+// ("{\"a\":\"{\\\"b\\\":1}\"}" is two levels).
+const maxNest = 3
+
+// maxLayers is the longest chain of decodings from a leaf of the document
+// to a scanned text: maxNest levels of nested JSON and one encoding.
+const maxLayers = maxNest + 1
+
+// layerKind is one decoding step from a text to the next.
+type layerKind uint8
+
+const (
+	layerNone layerKind = iota
+	// layerJSON: the next text is a string leaf of JSON nested in this
+	// text; start and end are that string's content (between its quotes)
+	// in this text.
+	layerJSON
+	// layerBase64, layerHex, layerPercent: the next text is this whole
+	// text decoded (a value next to a secret-like key).
+	layerBase64
+	layerHex
+	layerPercent
+	// layerBlob: the next text is this whole text (an embedded
+	// resource's blob) decoded from base64.
+	layerBlob
+)
+
+func (k layerKind) String() string {
+	switch k {
+	case layerJSON:
+		return "json"
+	case layerBase64, layerBlob:
+		return "base64"
+	case layerHex:
+		return "hex"
+	case layerPercent:
+		return "percent"
+	}
+	return ""
+}
+
+// layer is one decoding step (see layerKind). enc is the base64 alphabet
+// and padding for layerBase64 and layerBlob (an index into b64encodings).
+type layer struct {
+	kind       layerKind
+	enc        uint8
+	start, end int32
+}
+
+// loc says where a scanned text is: text0 is the decoded content of the
+// document's string token doc[start:end] (between its quotes); layers[j]
+// leads from text j to text j+1; the scanned text is text n. name says the
+// string at the last level is a member name, not a value. A loc is a map
+// key: unused layers are zero.
+type loc struct {
+	start, end int
+	n          int8
+	name       bool
+	layers     [maxLayers]layer
+}
+
+// seg is one reference token of a JSON pointer: a member name, or an array
+// index when idx >= 0.
+type seg struct {
+	name string
+	idx  int
+}
+
+// walker walks one JSON value and calls visit for every text to scan (see
+// Inspect). The same walk serves Inspect (visit scans) and Redact (visit
+// collects edits), so both see the same texts at the same locs.
+type walker struct {
+	opts  Options
+	doc   []byte
+	visit func(text, key string) error
+
+	cur   loc
+	path  []seg
+	level int // levels of nested JSON entered (0: the document)
+	// budget is what remains of opts.MaxBytes.
+	budget int
+	// undecoded counts values not decoded because of MaxDecodedBytes.
+	undecoded int
+	// bufs[j] holds text j when it had to be decoded; texts[j] is text j.
+	bufs  [maxLayers + 1][]byte
+	texts [maxLayers + 1][]byte
+}
+
+// view returns b as a string without copying. The string is valid while b
+// is unchanged; visit callbacks and detectors must not retain it.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// pointer returns the RFC 6901 JSON pointer of the current path (at the
+// document's level: nested JSON keeps its outer leaf's path).
+func (w *walker) pointer() string {
+	if len(w.path) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	for _, s := range w.path {
+		sb.WriteByte('/')
+		if s.idx >= 0 {
+			sb.WriteString(strconv.Itoa(s.idx))
+			continue
+		}
+		for i := 0; i < len(s.name); i++ {
+			switch c := s.name[i]; c {
+			case '~':
+				sb.WriteString("~0")
+			case '/':
+				sb.WriteString("~1")
+			default:
+				sb.WriteByte(c)
+			}
+		}
+	}
+	return sb.String()
+}
+
+func (w *walker) push(s seg) {
+	if w.level == 0 {
+		w.path = append(w.path, s)
+	}
+}
+
+func (w *walker) pop() {
+	if w.level == 0 {
+		w.path = w.path[:len(w.path)-1]
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// walk walks the one JSON value of w.doc.
+func (w *walker) walk() error {
+	b := w.doc
+	i, err := w.value(b, skipSpace(b, 0), 0, "")
+	if err != nil {
+		return err
+	}
+	if i = skipSpace(b, i); i != len(b) {
+		return &SyntaxError{Offset: i, What: "data after the value"}
+	}
+	return nil
+}
+
+// value walks the value at b[i] (no leading space), at nesting depth, held
+// by member key; it returns the offset after it.
+func (w *walker) value(b []byte, i, depth int, key string) (int, error) {
+	if i >= len(b) {
+		return i, w.syntax(i, "unexpected end")
+	}
+	switch b[i] {
+	case '{':
+		return w.object(b, i, depth+1)
+	case '[':
+		return w.array(b, i, depth+1)
+	case '"':
+		cs, ce, next, esc, err := stringToken(b, i)
+		if err != nil {
+			return i, w.wrapSyntax(err)
+		}
+		return next, w.leaf(b, cs, ce, esc, key, depth)
+	default:
+		n, err := scalar(b, i)
+		if err != nil {
+			return i, w.wrapSyntax(err)
+		}
+		return n, nil
+	}
+}
+
+func (w *walker) checkDepth(depth int) error {
+	if depth > w.opts.MaxDepth {
+		return &LimitError{Limit: "depth", Max: w.opts.MaxDepth}
+	}
+	return nil
+}
+
+// object walks the object at b[i]. Image and audio content's data is not
+// scanned; an embedded resource's blob is decoded when textual (blobText).
+// Both are found by sibling members that may follow them, so "data" and
+// "blob" string members are walked after the others.
+func (w *walker) object(b []byte, i, depth int) (int, error) {
+	if err := w.checkDepth(depth); err != nil {
+		return i, err
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	var (
+		typ, mime        string
+		hasMime          bool
+		dataS, dataE     int = -1, -1
+		blobS, blobE     int = -1, -1
+		dataEsc, blobEsc bool
+	)
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, w.syntax(i, "member name expected")
+		}
+		ns, ne, next, esc, err := stringToken(b, i)
+		if err != nil {
+			return i, w.wrapSyntax(err)
+		}
+		name, err := w.name(b[ns:ne], esc)
+		if err != nil {
+			return i, w.wrapSyntax(offsetErr(err, ns))
+		}
+		i = skipSpace(b, next)
+		if i >= len(b) || b[i] != ':' {
+			return i, w.syntax(i, "':' expected")
+		}
+		i = skipSpace(b, i+1)
+		w.push(seg{name: name, idx: -1})
+		if w.opts.ScanNames {
+			if err := w.scanName(b, ns, ne, name); err != nil {
+				return i, err
+			}
+		}
+		deferred := false
+		if i < len(b) && b[i] == '"' && (name == "data" || name == "blob" || name == "type" || name == "mimeType") {
+			cs, ce, _, vesc, err := stringToken(b, i)
+			if err != nil {
+				return i, w.wrapSyntax(err)
+			}
+			switch name {
+			case "data":
+				dataS, dataE, dataEsc, deferred = cs, ce, vesc, true
+			case "blob":
+				blobS, blobE, blobEsc, deferred = cs, ce, vesc, true
+			case "type":
+				if !vesc {
+					typ = view(b[cs:ce])
+				} else if s, err := decodeString(nil, b[cs:ce]); err == nil {
+					typ = string(s)
+				}
+			case "mimeType":
+				hasMime = true
+				if !vesc {
+					mime = view(b[cs:ce])
+				} else if s, err := decodeString(nil, b[cs:ce]); err == nil {
+					mime = string(s)
+				}
+			}
+			if deferred {
+				_, _, i, _, _ = stringToken(b, i)
+			}
+		}
+		if !deferred {
+			if i, err = w.value(b, i, depth, name); err != nil {
+				return i, err
+			}
+		}
+		w.pop()
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			i++
+			break
+		}
+		return i, w.syntax(i, "',' or '}' expected")
+	}
+	if dataS >= 0 && typ != "image" && typ != "audio" {
+		w.push(seg{name: "data", idx: -1})
+		err := w.leaf(b, dataS, dataE, dataEsc, "data", depth)
+		w.pop()
+		if err != nil {
+			return i, err
+		}
+	}
+	if blobS >= 0 {
+		w.push(seg{name: "blob", idx: -1})
+		err := w.blob(b, blobS, blobE, blobEsc, mime, hasMime)
+		w.pop()
+		if err != nil {
+			return i, err
+		}
+	}
+	return i, nil
+}
+
+func (w *walker) array(b []byte, i, depth int) (int, error) {
+	if err := w.checkDepth(depth); err != nil {
+		return i, err
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for n := 0; ; n++ {
+		w.push(seg{idx: n})
+		var err error
+		if i, err = w.value(b, i, depth, ""); err != nil {
+			return i, err
+		}
+		w.pop()
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			return i + 1, nil
+		}
+		return i, w.syntax(i, "',' or ']' expected")
+	}
+}
+
+// name decodes a member name: a view of b when it has no escapes.
+func (w *walker) name(raw []byte, esc bool) (string, error) {
+	if !esc {
+		return view(raw), nil
+	}
+	s, err := decodeString(nil, raw)
+	if err != nil {
+		return "", err
+	}
+	return string(s), nil
+}
+
+// setToken records that the string at the current level has its content
+// at b[cs:ce], and returns the level.
+func (w *walker) setToken(cs, ce int, name bool) int {
+	L := w.level
+	if L == 0 {
+		w.cur.start, w.cur.end = cs, ce
+	} else {
+		w.cur.layers[L-1] = layer{kind: layerJSON, start: int32(cs), end: int32(ce)}
+	}
+	w.cur.n = int8(L)
+	for j := L; j < maxLayers; j++ {
+		w.cur.layers[j] = layer{}
+	}
+	w.cur.name = name
+	return L
+}
+
+// spend takes n bytes from the budget.
+func (w *walker) spend(n int) error {
+	if n > w.budget {
+		return &LimitError{Limit: "bytes", Max: w.opts.MaxBytes}
+	}
+	w.budget -= n
+	return nil
+}
+
+func (w *walker) scanName(b []byte, ns, ne int, name string) error {
+	if w.visit == nil {
+		return nil
+	}
+	w.setToken(ns, ne, true)
+	w.texts[w.level] = b[ns:ne]
+	if err := w.spend(len(name)); err != nil {
+		return err
+	}
+	return w.visit(name, "")
+}
+
+// text decodes the string content b[cs:ce] at level L into text L.
+func (w *walker) text(b []byte, cs, ce int, esc bool, L int) ([]byte, error) {
+	raw := b[cs:ce]
+	if !esc {
+		w.texts[L] = raw
+		return raw, nil
+	}
+	buf, err := decodeString(w.bufs[L][:0], raw)
+	if err != nil {
+		return nil, offsetErr(err, cs)
+	}
+	w.bufs[L] = buf
+	w.texts[L] = buf
+	return buf, nil
+}
+
+// leaf handles the string value b[cs:ce] held by member key: JSON nested
+// in it is walked instead of the string; otherwise the string is scanned,
+// and next to a secret-like key its decoding too.
+func (w *walker) leaf(b []byte, cs, ce int, esc bool, key string, depth int) error {
+	if w.visit == nil {
+		return nil
+	}
+	L := w.setToken(cs, ce, false)
+	t, err := w.text(b, cs, ce, esc, L)
+	if err != nil {
+		return w.wrapSyntax(err)
+	}
+	if err := w.spend(len(t)); err != nil {
+		return err
+	}
+	if L < maxNest && looksJSON(t) {
+		if len(t) > w.opts.MaxDecodedBytes {
+			w.undecoded++
+		} else if s, e, ok := nestedValue(t, w.opts.MaxDepth-depth); ok {
+			w.level++
+			_, err := w.value(t[:e], s, depth, key)
+			w.level--
+			return err
+		}
+		w.setToken(cs, ce, false)
+		w.texts[L] = t
+	}
+	if err := w.visit(view(t), key); err != nil {
+		return err
+	}
+	if !scan.SecretLikeKey(key) || L >= maxLayers {
+		return nil
+	}
+	if len(t) > w.opts.MaxDecodedBytes {
+		w.undecoded++
+		return nil
+	}
+	kind, enc, d, ok := decodeValue(w.bufs[L+1][:0], t)
+	if !ok {
+		return nil
+	}
+	w.bufs[L+1] = d
+	return w.visitLayer(L, layer{kind: kind, enc: enc, start: 0, end: int32(len(t))}, d, key)
+}
+
+// visitLayer scans d, text L+1 reached from text L by ly.
+func (w *walker) visitLayer(L int, ly layer, d []byte, key string) error {
+	w.cur.n = int8(L + 1)
+	w.cur.layers[L] = ly
+	w.texts[L+1] = d
+	if err := w.spend(len(d)); err != nil {
+		return err
+	}
+	return w.visit(view(d), key)
+}
+
+// blob handles an embedded resource's blob b[cs:ce]: decoded from base64
+// and scanned when mime is textual, or absent and the bytes are UTF-8
+// text; with another mimeType it is binary and not scanned at all; a
+// textual blob that is not base64 is scanned as it is.
+func (w *walker) blob(b []byte, cs, ce int, esc bool, mime string, hasMime bool) error {
+	if w.visit == nil {
+		return nil
+	}
+	textual := textualMIME(mime)
+	if hasMime && !textual {
+		return nil
+	}
+	L := w.setToken(cs, ce, false)
+	t, err := w.text(b, cs, ce, esc, L)
+	if err != nil {
+		return w.wrapSyntax(err)
+	}
+	if L >= maxLayers {
+		return nil
+	}
+	if len(t) > w.opts.MaxDecodedBytes {
+		w.undecoded++
+		if textual {
+			if err := w.spend(len(t)); err != nil {
+				return err
+			}
+			return w.visit(view(t), "blob")
+		}
+		return nil
+	}
+	enc, d, ok := decodeBase64(w.bufs[L+1][:0], t)
+	if ok {
+		w.bufs[L+1] = d
+		if utf8.Valid(d) && (textual || looksText(d)) {
+			return w.visitLayer(L, layer{kind: layerBlob, enc: enc, end: int32(len(t))}, d, "blob")
+		}
+		return nil
+	}
+	if textual {
+		if err := w.spend(len(t)); err != nil {
+			return err
+		}
+		return w.visit(view(t), "blob")
+	}
+	return nil
+}
+
+// syntax returns the error for malformed JSON at b offset i of the current
+// level (offsets inside nested JSON are reported at its outer leaf).
+func (w *walker) syntax(i int, what string) error {
+	return w.wrapSyntax(&SyntaxError{Offset: i, What: what})
+}
+
+func (w *walker) wrapSyntax(err error) error {
+	if se, ok := err.(*SyntaxError); ok && w.level > 0 {
+		return &SyntaxError{Offset: w.cur.start, What: "nested JSON: " + se.What}
+	}
+	return err
+}
+
+func offsetErr(err error, base int) error {
+	if se, ok := err.(*SyntaxError); ok {
+		return &SyntaxError{Offset: base + se.Offset, What: se.What}
+	}
+	return err
+}
+
+// stringToken reads the string token at b[i] (b[i] == '"'): its content
+// is b[cs:ce], next is the offset after the closing quote, esc says it has
+// escapes. It checks the escapes' syntax, control characters and UTF-8;
+// escaped surrogates are checked when decoded.
+func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
+	cs = i + 1
+	hi := false
+	for j := cs; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case c == '"':
+			if hi && !utf8.Valid(b[cs:j]) {
+				return 0, 0, 0, false, &SyntaxError{Offset: cs, What: "invalid UTF-8 in a string"}
+			}
+			return cs, j, j + 1, esc, nil
+		case c == '\\':
+			esc = true
+			if j+1 >= len(b) {
+				return 0, 0, 0, false, &SyntaxError{Offset: j, What: "string cut off"}
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if j+5 >= len(b) || !isHex4(b[j+2:j+6]) {
+					return 0, 0, 0, false, &SyntaxError{Offset: j, What: "invalid \\u escape"}
+				}
+				j += 5
+			default:
+				return 0, 0, 0, false, &SyntaxError{Offset: j, What: "invalid escape"}
+			}
+		case c < 0x20:
+			return 0, 0, 0, false, &SyntaxError{Offset: j, What: "control character in a string"}
+		case c >= 0x80:
+			hi = true
+		}
+	}
+	return 0, 0, 0, false, &SyntaxError{Offset: i, What: "string cut off"}
+}
+
+func isHex4(h []byte) bool {
+	for _, c := range h {
+		if hexVal(c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func hexVal(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+func hex4(h []byte) rune {
+	return rune(hexVal(h[0])<<12 | hexVal(h[1])<<8 | hexVal(h[2])<<4 | hexVal(h[3]))
+}
+
+// unit reads one unit of a string's raw content at raw[i]: an escape (a
+// surrogate pair's two escapes are one unit) or one UTF-8 character. It
+// returns the unit's raw length and decoded rune (ok false for a lone
+// surrogate or a cut escape).
+func unit(raw []byte, i int) (n int, r rune, ok bool) {
+	c := raw[i]
+	if c != '\\' {
+		if c < utf8.RuneSelf {
+			return 1, rune(c), true
+		}
+		r, n := utf8.DecodeRune(raw[i:])
+		return n, r, true
+	}
+	if i+1 >= len(raw) {
+		return 1, 0, false
+	}
+	switch raw[i+1] {
+	case '"', '\\', '/':
+		return 2, rune(raw[i+1]), true
+	case 'b':
+		return 2, '\b', true
+	case 'f':
+		return 2, '\f', true
+	case 'n':
+		return 2, '\n', true
+	case 'r':
+		return 2, '\r', true
+	case 't':
+		return 2, '\t', true
+	case 'u':
+		if i+6 > len(raw) || !isHex4(raw[i+2:i+6]) {
+			return 2, 0, false
+		}
+		r := hex4(raw[i+2 : i+6])
+		if r >= 0xD800 && r < 0xDC00 {
+			if i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' && isHex4(raw[i+8:i+12]) {
+				lo := hex4(raw[i+8 : i+12])
+				if lo >= 0xDC00 && lo < 0xE000 {
+					return 12, 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), true
+				}
+			}
+			return 6, 0, false
+		}
+		if r >= 0xDC00 && r < 0xE000 {
+			return 6, 0, false
+		}
+		return 6, r, true
+	}
+	return 2, 0, false
+}
+
+// decodeString appends the decoded content raw of a JSON string to dst.
+func decodeString(dst, raw []byte) ([]byte, error) {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' {
+				j++
+			}
+			dst = append(dst, raw[i:j]...)
+			i = j
+			continue
+		}
+		n, r, ok := unit(raw, i)
+		if !ok {
+			return dst, &SyntaxError{Offset: i, What: "invalid escape or lone surrogate"}
+		}
+		dst = utf8.AppendRune(dst, r)
+		i += n
+	}
+	return dst, nil
+}
+
+// rawSpan maps the span [s, e) of the decoded content of raw (a JSON
+// string's content) to the span of raw that covers it: a span that cuts
+// an escape or a character covers all of it.
+func rawSpan(raw []byte, s, e int) (rs, re int) {
+	rs, re = -1, len(raw)
+	d := 0
+	for i := 0; i < len(raw); {
+		n, r, ok := unit(raw, i)
+		dn := 1
+		if ok {
+			dn = utf8.RuneLen(r)
+			if dn < 0 {
+				dn = 3
+			}
+			if raw[i] != '\\' {
+				dn = n
+			}
+		}
+		if rs < 0 && d+dn > s {
+			rs = i
+		}
+		if d+dn >= e && rs >= 0 {
+			return rs, i + n
+		}
+		d += dn
+		i += n
+	}
+	if rs < 0 {
+		rs = len(raw)
+	}
+	return rs, re
+}
+
+// scalar checks the number or literal at b[i] and returns the offset
+// after it.
+func scalar(b []byte, i int) (int, error) {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if b[i] == lit[0] {
+			if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+				return i + len(lit), nil
+			}
+			return i, &SyntaxError{Offset: i, What: "invalid literal"}
+		}
+	}
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return i, &SyntaxError{Offset: i, What: "value expected"}
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return i, &SyntaxError{Offset: j, What: "digit expected"}
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return i, &SyntaxError{Offset: j, What: "digit expected"}
+		}
+	}
+	return j, nil
+}
+
+// skipValue checks the JSON value at b[i] without visiting it; depth is
+// how deep it may nest.
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch b[i] {
+	case '{', '[':
+		if depth <= 0 {
+			return i, false
+		}
+		closer := byte('}')
+		if b[i] == '[' {
+			closer = ']'
+		}
+		obj := b[i] == '{'
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		for {
+			if obj {
+				if i >= len(b) || b[i] != '"' {
+					return i, false
+				}
+				cs, ce, next, esc, err := stringToken(b, i)
+				if err != nil {
+					return i, false
+				}
+				if esc {
+					if _, err := decodeString(nil, b[cs:ce]); err != nil {
+						return i, false
+					}
+				}
+				i = skipSpace(b, next)
+				if i >= len(b) || b[i] != ':' {
+					return i, false
+				}
+				i = skipSpace(b, i+1)
+			}
+			var ok bool
+			if i, ok = skipValue(b, i, depth-1); !ok {
+				return i, false
+			}
+			i = skipSpace(b, i)
+			if i < len(b) && b[i] == ',' {
+				i = skipSpace(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == closer {
+				return i + 1, true
+			}
+			return i, false
+		}
+	case '"':
+		cs, ce, next, esc, err := stringToken(b, i)
+		if err != nil {
+			return i, false
+		}
+		if esc {
+			// Surrogates are checked only by decoding; no buffer is kept.
+			for k := cs; k < ce; {
+				n, _, ok := unit(b, k)
+				if !ok {
+					return i, false
+				}
+				k += n
+			}
+		}
+		return next, true
+	default:
+		n, err := scalar(b, i)
+		return n, err == nil
+	}
+}
+
+// looksJSON reports whether t, trimmed, starts and ends like an object or
+// an array.
+func looksJSON(t []byte) bool {
+	s, e := 0, len(t)
+	for s < e && isSpace(t[s]) {
+		s++
+	}
+	for e > s && isSpace(t[e-1]) {
+		e--
+	}
+	if e-s < 2 {
+		return false
+	}
+	return (t[s] == '{' && t[e-1] == '}') || (t[s] == '[' && t[e-1] == ']')
+}
+
+// nestedValue reports whether t is one JSON object or array (with space
+// around it) nesting at most depth deep, and where it starts and ends.
+func nestedValue(t []byte, depth int) (s, e int, ok bool) {
+	s = skipSpace(t, 0)
+	e, ok = skipValue(t, s, depth)
+	if !ok || skipSpace(t, e) != len(t) {
+		return 0, 0, false
+	}
+	return s, e, true
+}

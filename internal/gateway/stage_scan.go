@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -240,16 +241,23 @@ func splice(frame, part, with []byte) ([]byte, error) {
 }
 
 // offsetIn returns the offset of part within frame when part is a
-// subslice of frame (it aliases frame's bytes).
+// subslice of frame (it aliases frame's bytes; its capacity may be cut, so
+// the occurrence whose first byte is part's is looked for).
 func offsetIn(frame, part []byte) (int, bool) {
-	if len(part) == 0 || len(frame) == 0 {
+	if len(part) == 0 {
 		return 0, false
 	}
-	off := cap(frame) - cap(part)
-	if off < 0 || off+len(part) > len(frame) || &frame[off] != &part[0] {
-		return 0, false
+	for base := 0; base+len(part) <= len(frame); {
+		i := bytes.Index(frame[base:], part)
+		if i < 0 {
+			return 0, false
+		}
+		if &frame[base+i] == &part[0] {
+			return base + i, true
+		}
+		base += i + 1
 	}
-	return off, true
+	return 0, false
 }
 
 // scanReason says what a scan found, by class and rule (never a value).

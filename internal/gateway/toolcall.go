@@ -10,7 +10,6 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
-	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
@@ -278,8 +277,9 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 	}
 	pc, st := &run.call, &run.state
 	pc.State = st
-	st.decision = decisionOf(s.cfg.Policy, pc, s.chain.Decide(context.Background(), pc))
-	st.allowed = st.decision.Action == policy.ActionAllow || st.decision.Action == policy.ActionMonitor
+	v := s.chain.Decide(context.Background(), pc)
+	st.decision = decisionOf(s.cfg.Policy, pc, v)
+	st.allowed = v.Action.Forwards() // allow, monitor, redact
 	st.code = CodeDenied
 	var rpcRaw []byte
 	if m.ID.Present() {

@@ -1,0 +1,72 @@
+package scan
+
+import (
+	"os"
+	"testing"
+	"unicode/utf8"
+)
+
+// benign64KiB is 64 KiB of realistic benign text (testdata/benign.txt:
+// prose from the project's docs, Go code, JSON records with UUIDs,
+// digests and integrity strings, log lines with timestamps and IPs,
+// OCI digests and ULIDs), cut at a rune boundary.
+func benign64KiB(tb testing.TB) string {
+	b, err := os.ReadFile("testdata/benign.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 64 << 10
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n])
+}
+
+func benchScan(b *testing.B, opts Options) {
+	s, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := benign64KiB(b)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		s.Scan(Input{Text: text}, func(Finding) { n++ })
+	}
+}
+
+// BenchmarkScanBenign64KiB scans 64 KiB of benign text with every family
+// on (the target: 200 MB/s per core).
+func BenchmarkScanBenign64KiB(b *testing.B) { benchScan(b, Options{}) }
+
+// BenchmarkScanBenign64KiBSecrets is the secret family alone.
+func BenchmarkScanBenign64KiBSecrets(b *testing.B) {
+	benchScan(b, Options{NoPII: true, NoInjection: true})
+}
+
+// BenchmarkScanBenign64KiBPII is the personal-data family alone.
+func BenchmarkScanBenign64KiBPII(b *testing.B) {
+	benchScan(b, Options{NoSecrets: true, NoInjection: true})
+}
+
+// BenchmarkScanBenign64KiBInjection is the injection family alone.
+func BenchmarkScanBenign64KiBInjection(b *testing.B) {
+	benchScan(b, Options{NoSecrets: true, NoPII: true})
+}
+
+// TestBenignCorpus: the benign corpus has no finding.
+func TestBenignCorpus(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("testdata/benign.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	s.Scan(Input{Text: text}, func(f Finding) {
+		t.Errorf("benign text: %s (%s, %s) at %d: %q", f.Rule, f.Class, f.Confidence, f.Start, text[max(0, f.Start-20):min(len(text), f.End+10)])
+	})
+}

@@ -260,13 +260,18 @@ func offsetIn(frame, part []byte) (int, bool) {
 	return 0, false
 }
 
-// scanReason says what a scan found, by class and rule (never a value).
+// scanReason says what a scan of where ("arguments", "response",
+// "params", "result") found, by class and rule (never a value).
 func scanReason(where string, o *scanOutcome) string {
+	verb := "hold"
+	if !strings.HasSuffix(where, "s") {
+		verb = "holds"
+	}
 	if len(o.findings) == 0 {
 		if o.result.Reason != "" {
 			return "the " + where + " could not be scanned completely; refused (fail closed)"
 		}
-		return "the " + where + " were scanned"
+		return "the " + where + " " + verb + " no finding"
 	}
 	seen := map[string]bool{}
 	var parts []string
@@ -277,7 +282,7 @@ func scanReason(where string, o *scanOutcome) string {
 			parts = append(parts, k)
 		}
 	}
-	return "the " + where + " hold " + strings.Join(parts, ", ") + ": " + string(o.action) + " by scanning.actions"
+	return "the " + where + " " + verb + " " + strings.Join(parts, ", ") + ": " + string(o.action) + " by scanning.actions"
 }
 
 // Filter scans the response to a forwarded call and decides the policy's

@@ -1,0 +1,21 @@
+package scan
+
+import "testing"
+
+func TestSecretLikeKey(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want bool
+	}{
+		{"api_key", true}, {"apiKey", true}, {"X-Api-Key", true}, {"APIKEY", true},
+		{"password", true}, {"db_password", true}, {"clientSecret", true}, {"client_secret", true},
+		{"AWS_SECRET_ACCESS_KEY", true}, {"aws_access_key_id", true}, {"GITHUB_TOKEN", true},
+		{"X-Auth-Token", true}, {"Authorization", true}, {"private_key", true}, {"sessionToken", true},
+		{"PWD", false}, {"author", false}, {"tokenizer", false}, {"keyboard", false}, {"session_id", false},
+		{"monkey", false}, {"path", false}, {"", false}, {"OLDPWD", false}, {"authors", false},
+	} {
+		if got := SecretLikeKey(c.key); got != c.want {
+			t.Errorf("SecretLikeKey(%q) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}

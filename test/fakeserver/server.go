@@ -392,13 +392,25 @@ func (s *server) toolsCall(m message, mt meta, reply func(string)) {
 		reply(textResult(p.Name + " done"))
 	case "emit":
 		var a struct {
-			Lines   []string `json:"lines"`
-			DelayMS int      `json:"delay_ms"`
-			Reply   *bool    `json:"reply"`
+			Lines []string `json:"lines"`
+			// LinesBase64 are more lines, base64-encoded (written after
+			// Lines): what a scanner would find in them is then not in
+			// the call's own arguments.
+			LinesBase64 []string `json:"lines_base64"`
+			DelayMS     int      `json:"delay_ms"`
+			Reply       *bool    `json:"reply"`
 		}
 		if err := json.Unmarshal(p.Arguments, &a); err != nil {
 			s.writeError(m.ID, codeInvalidParams, "emit: "+err.Error())
 			return
+		}
+		for _, l := range a.LinesBase64 {
+			b, err := base64.StdEncoding.DecodeString(l)
+			if err != nil {
+				s.writeError(m.ID, codeInvalidParams, "emit: lines_base64: "+err.Error())
+				return
+			}
+			a.Lines = append(a.Lines, string(b))
 		}
 		for i, l := range a.Lines {
 			if i > 0 && a.DelayMS > 0 {

@@ -13,7 +13,7 @@ var (
 		"password": true, "passwd": true, "passphrase": true, "secret": true, "secrets": true,
 		"token": true, "tokens": true, "apikey": true, "credential": true, "credentials": true,
 		"cookie": true, "authorization": true, "auth": true, "bearer": true, "privatekey": true,
-		"accesskey": true, "secretkey": true, "clientsecret": true, "pat": true, "signature": true,
+		"accesskey": true, "secretkey": true, "clientsecret": true, "pat": true,
 	}
 	secretKeyPairs = map[[2]string]bool{
 		{"api", "key"}: true, {"access", "key"}: true, {"private", "key"}: true, {"secret", "key"}: true,

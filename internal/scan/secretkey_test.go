@@ -10,7 +10,7 @@ func TestSecretLikeKey(t *testing.T) {
 		{"api_key", true}, {"apiKey", true}, {"X-Api-Key", true}, {"APIKEY", true},
 		{"password", true}, {"db_password", true}, {"clientSecret", true}, {"client_secret", true},
 		{"AWS_SECRET_ACCESS_KEY", true}, {"aws_access_key_id", true}, {"GITHUB_TOKEN", true},
-		{"X-Auth-Token", true}, {"Authorization", true}, {"private_key", true}, {"sessionToken", true},
+		{"X-Auth-Token", true}, {"Authorization", true}, {"private_key", true}, {"sessionToken", true}, {"receipt_signature", false},
 		{"PWD", false}, {"author", false}, {"tokenizer", false}, {"keyboard", false}, {"session_id", false},
 		{"monkey", false}, {"path", false}, {"", false}, {"OLDPWD", false}, {"authors", false},
 	} {

@@ -121,7 +121,12 @@ func mainSession() []frame {
 		{name: "escaped string id, non-ASCII and escapes in arguments", line: toolCall(`"\u00e9-29"`, "echo", `{"s":"h\u00e9llo ✓ \"q\" \\ \t","t":"é"}`), reply: `"\u00e9-29"`, forwarded: true,
 			rec: allow(`"é-29"`, true)},
 		{name: "version 2026-07-28 and tool_call_id", line: withMeta(toolCall("30", "echo", `{"secret":"`+canary+`"}`), `{"`+pv+`":"2026-07-28","tool_call_id":"call-abc"}`), reply: "30", forwarded: true,
-			rec: with(allow("30", true), func(w *want) { w.meta, w.state, w.version, w.strong = true, "present", "2026-07-28", "call-abc" })},
+			// The canary under "secret" is a keyword-plus-entropy secret of
+			// medium confidence: scanned and monitored (docs/scanning.md),
+			// still forwarded unchanged, and its value in no record.
+			rec: with(allow("30", true), func(w *want) {
+				w.meta, w.state, w.version, w.strong, w.decision = true, "present", "2026-07-28", "call-abc", "monitor"
+			})},
 		{name: "response to no pending request", line: `{"jsonrpc":"2.0","id":"orphan","result":{}}` + "\n"},
 		{name: "cancelled notification", line: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}` + "\n", forwarded: true},
 		{name: "ping", line: `{"jsonrpc":"2.0","id":"p-end","method":"ping"}` + "\n", reply: `"p-end"`, forwarded: true},

@@ -126,6 +126,11 @@ func normaliseData(e event) string {
 		if harness.Str(d["tool_call_id_source"]) == "generated" {
 			d["tool_call_id"] = json.RawMessage(`"gen_RANDOM"`)
 		}
+	case "gatehouse.scan.v1":
+		// The decision event it names has a random id in each run.
+		if _, ok := d["decision_event_id"]; ok {
+			d["decision_event_id"] = json.RawMessage(`"DECISION_EVENT_ID"`)
+		}
 	}
 	b, _ := json.Marshal(d)
 	return string(b)

@@ -157,6 +157,14 @@ type Variant struct {
 	Div int
 	// MaxFrameBytes sets --max-frame-bytes when > 0.
 	MaxFrameBytes int
+	// NoScan passes --no-scan: no inspection of arguments, responses and
+	// tool definitions (docs/scanning.md).
+	NoScan bool
+	// ArgBytes, when > 0, replaces the standard arguments object with
+	// TextArgs(ArgBytes): benign mixed text (prose, code, log lines, ids
+	// and digests) that the scanners have to read through, echoed back as
+	// a result of the same size.
+	ArgBytes int
 	// Exe, when set, is run instead of the gatehouse binary (with the same
 	// arguments), and Env is added to its environment: the profiling mode
 	// of gatehouse-bench uses them.
@@ -185,10 +193,24 @@ var (
 	GatewayNoLog    = Variant{Name: "gw-nolog", Gateway: true, Policy: true, NoLedger: true}
 	GatewayDefault  = Variant{Name: "gw-defpol", Gateway: true, Log: true, NoLedger: true}
 	GatewayBare     = Variant{Name: "gw-bare", Gateway: true, NoLedger: true}
+	GatewayNoScan   = Variant{Name: "gw-noscan", Gateway: true, Policy: true, Log: true, NoLedger: true, NoScan: true}
 )
 
+// ScanBytes is the size of the arguments and of the echoed result of the
+// scanning comparison (the issue's "4 KiB result").
+const ScanBytes = 4096
+
+// ScanVariants are the variants of the scanning on/off comparison (phase
+// "scan"): the direct pipe and gw-noledger with and without --no-scan,
+// each with ScanBytes of benign text in the arguments and the result.
+var ScanVariants = []Variant{
+	{Name: "direct-4k", ArgBytes: ScanBytes},
+	{Name: "gw-scan-4k", Gateway: true, Policy: true, Log: true, NoLedger: true, ArgBytes: ScanBytes},
+	{Name: "gw-noscan-4k", Gateway: true, Policy: true, Log: true, NoLedger: true, NoScan: true, ArgBytes: ScanBytes},
+}
+
 // Features are the variants of the features on/off comparison, direct first.
-var Features = []Variant{Direct, Gateway, GatewayNoLedger, GatewayNoLog, GatewayDefault, GatewayBare}
+var Features = []Variant{Direct, Gateway, GatewayNoLedger, GatewayNoLog, GatewayDefault, GatewayBare, GatewayNoScan}
 
 // scaled returns n divided by the variant's Div, at least 1.
 func (v Variant) scaled(n int) int {
@@ -286,6 +308,9 @@ func Start(v Variant) (*Proc, error) {
 		if v.MaxFrameBytes > 0 {
 			argv = append(argv, "--max-frame-bytes", strconv.Itoa(v.MaxFrameBytes))
 		}
+		if v.NoScan {
+			argv = append(argv, "--no-scan")
+		}
 		argv = append(argv, "--")
 		argv = append(argv, server...)
 	}
@@ -308,6 +333,9 @@ func Start(v Variant) (*Proc, error) {
 	}
 	p.Pid = p.cmd.Process.Pid
 	p.Client = NewClient(p.stdin, stdout)
+	if v.ArgBytes > 0 {
+		p.Client.SetArgs(TextArgs(v.ArgBytes))
+	}
 	if err := p.Client.Handshake(); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("%s: handshake: %w (stderr: %s)", v.Name, err, p.Stderr())
@@ -403,6 +431,31 @@ func Args(n int) []byte {
 	const pattern = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-_"
 	for i := 0; len(b) < n-len(tail); i++ {
 		b = append(b, pattern[i%len(pattern)])
+	}
+	return append(b, tail...)
+}
+
+// textPieces are benign pieces of tool output, cycled by TextArgs: prose
+// (also about keys and tokens), code, a log line, ids and digests; none is
+// a finding.
+var textPieces = []string{
+	"The quarterly report lists revenue by region; rotate your API keys in the settings page when a member leaves. ",
+	"func (s *Server) handle(ctx context.Context, req *Request) error { token := req.Header.Get('X-Request-Id'); return s.next(ctx, token) } ",
+	"2026-12-01T10:00:00Z INFO request completed path=/api/v1/items status=200 duration_ms=12 ",
+	"id 3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b commit 9fceb02d0ae598e95dc970b74767f19372d61af8 ",
+	"integrity sha512-Fo0dIqBvhqU5nXAcvNyLzkKLeaLL6MtzXkHg6ABC7ajhz9/PHUYGkcrrKhkMHDmaZ8dmTrVA== ",
+	"Use the search tool to find documents; results are ranked by relevance and freshness. ",
+}
+
+// TextArgs returns a compact JSON object {"data":"..."} of exactly n bytes
+// (n >= 11) whose string is textPieces cycled.
+func TextArgs(n int) []byte {
+	const head, tail = `{"data":"`, `"}`
+	b := make([]byte, 0, n)
+	b = append(b, head...)
+	for i := 0; len(b) < n-len(tail); i++ {
+		p := textPieces[i%len(textPieces)]
+		b = append(b, p[:min(len(p), n-len(tail)-len(b))]...)
 	}
 	return append(b, tail...)
 }

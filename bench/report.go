@@ -35,6 +35,9 @@ const (
 	EvidenceAddedP50 = 100 * time.Microsecond
 	// EvidenceCPU1: ledger-on CPU per call at one in flight at most this.
 	EvidenceCPU1 = 150 * time.Microsecond
+	// ScanAddedP99: scanning on adds at most this to the p99 of a call
+	// with a ScanBytes result, one in flight (the inspection issue).
+	ScanAddedP99 = 100 * time.Microsecond
 )
 
 // The targets the report checks.
@@ -242,6 +245,7 @@ func (r *Results) Print(w io.Writer) {
 	}
 
 	r.printFloorTargets(w)
+	r.printScan(w)
 
 	// Latency.
 	fmt.Fprintf(w, "\n## One call in flight (%d calls per variant, interleaved batches of %d; slow variants 1/Div of both)\n\n", r.Config.LatencyCalls, r.Config.Batch)
@@ -400,4 +404,25 @@ func decimate(ss []MemSample, n int) []MemSample {
 		out = append(out, ss[i*(len(ss)-1)/(n-1)])
 	}
 	return out
+}
+
+// printScan writes the scanning on/off comparison (phase "scan").
+func (r *Results) printScan(w io.Writer) {
+	if len(r.Scan) < 3 {
+		return
+	}
+	d, on, off := &r.Scan[0], &r.Scan[1], &r.Scan[2]
+	fmt.Fprintf(w, "\n## Scanning on and off (%d-byte benign arguments echoed as a %d-byte result; one in flight, interleaved)\n\n", ScanBytes, ScanBytes)
+	fmt.Fprintf(w, "| variant | calls | p50 µs | p99 µs | added p50 µs | added p99 µs | CPU µs/call |\n|---|---|---|---|---|---|---|\n")
+	for _, l := range r.Scan {
+		add50, add99 := "-", "-"
+		if l.Variant.Gateway {
+			add50, add99 = us(l.Dist.P50-d.Dist.P50), us(l.Dist.P99-d.Dist.P99)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", l.Variant.Name, l.Dist.N, us(l.Dist.P50), us(l.Dist.P99), add50, add99, perCall(l.CPU.CPU, l.Dist.N))
+	}
+	a99 := on.Dist.P99 - off.Dist.P99
+	cpu := float64(on.CPU.CPU)/float64(max(1, on.Dist.N)) - float64(off.CPU.CPU)/float64(max(1, off.Dist.N))
+	fmt.Fprintf(w, "\nScanning adds %s µs at p50 and %s µs at p99 (target <= %s µs: %s) and %.1f µs of CPU per call (arguments and result both scanned).\n",
+		us(on.Dist.P50-off.Dist.P50), us(a99), us(ScanAddedP99), verdict(a99 <= ScanAddedP99), cpu/1e3)
 }

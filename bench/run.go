@@ -36,7 +36,7 @@ type Config struct {
 	// gateway configuration the targets apply to.
 	Variants []Variant
 	// Phases selects what RunAll measures: any of "fsync", "latency",
-	// "throughput", "memory", "frame"; empty means all.
+	// "throughput", "memory", "frame", "scan"; empty means all.
 	Phases []string
 	// Progress, when set, receives one line per phase.
 	Progress func(format string, args ...any)
@@ -160,6 +160,9 @@ type Results struct {
 	// Fsync is the disk's durability floor (phase "fsync"); nil when not
 	// measured.
 	Fsync *FsyncResult
+	// Scan is the scanning on/off comparison (phase "scan"): one call in
+	// flight through ScanVariants, interleaved.
+	Scan []LatencyResult
 }
 
 // RunAll runs every measurement and returns the results.
@@ -208,6 +211,29 @@ func RunAll(cfg Config) (*Results, error) {
 			res.Throughput = thr
 		}
 		closeAll()
+	}
+
+	if cfg.runs("scan") {
+		cfg.Progress("scan: %d calls per variant with %d-byte arguments and results, scanning on and off", cfg.LatencyCalls/2, ScanBytes)
+		var procs []*Proc
+		for _, v := range ScanVariants {
+			p, err := Start(v)
+			if err != nil {
+				for _, q := range procs {
+					q.Close()
+				}
+				return nil, err
+			}
+			procs = append(procs, p)
+		}
+		lat, err := MeasureLatency(procs, cfg.LatencyCalls/2, cfg.Batch, cfg.Warmup)
+		for _, q := range procs {
+			q.Close()
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Scan = lat
 	}
 
 	if cfg.runs("memory") {

@@ -7,6 +7,5 @@ type noFamily struct{}
 
 func (noFamily) scan(Input, func(Finding)) {}
 
-func newSecretFamily() (family, error)    { return noFamily{}, nil }
-func newPIIFamily() (family, error)       { return noFamily{}, nil }
-func newInjectionFamily() (family, error) { return noFamily{}, nil }
+func newSecretFamily() (family, error) { return noFamily{}, nil }
+func newPIIFamily() (family, error)    { return noFamily{}, nil }

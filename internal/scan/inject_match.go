@@ -25,6 +25,10 @@ type phraseStep struct {
 	alts   []phraseAlt
 	byWord map[string][]int
 	wild   []int
+	// quick[c-'a'] has bit n set when some alternative's first word
+	// starts with letter c and has n bytes (n < 64): most words are
+	// rejected without a map lookup.
+	quick [27]uint64
 }
 
 // maxSteps is the most steps a pattern may have.
@@ -77,7 +81,11 @@ func compilePhrase(p string) (phrase, error) {
 			if a.words[0] == "" || a.words[0] == "'" {
 				st.wild = append(st.wild, i)
 			} else {
-				st.byWord[a.words[0]] = append(st.byWord[a.words[0]], i)
+				w := a.words[0]
+				st.byWord[w] = append(st.byWord[w], i)
+				if len(w) < 64 {
+					st.quick[quickSlot(w[0])] |= 1 << len(w)
+				}
 			}
 		}
 		ph.steps = append(ph.steps, st)
@@ -153,7 +161,7 @@ func (ph phrase) matchStep(t string, k, pos, weak int, st *matchState) {
 		if !ok {
 			return
 		}
-		if n := we - ws; n <= len(buf) {
+		if n := we - ws; n <= len(buf) && n < 64 && step.quick[quickSlot(lowerASCII(t[ws]))]&(1<<n) != 0 {
 			for i := 0; i < n; i++ {
 				buf[i] = lowerASCII(t[ws+i])
 			}
@@ -170,6 +178,14 @@ func (ph phrase) matchStep(t string, k, pos, weak int, st *matchState) {
 		}
 		p = we
 	}
+}
+
+// quickSlot is the quick-reject slot of a word's first (lowercase) byte.
+func quickSlot(c byte) int {
+	if c >= 'a' && c <= 'z' {
+		return int(c - 'a')
+	}
+	return 26
 }
 
 // try matches alternative i of step k at the view word [ws, we) and the

@@ -63,7 +63,7 @@ func injectionRules() []*injRule {
 		},
 		{
 			id: "injection-conceal", class: ClassInjection, conf: Medium, modes: inData,
-			phrases: concealPhrases,
+			phrases: concealPhrases, check: checkConceal,
 		},
 		{
 			id: "injection-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
@@ -103,9 +103,50 @@ func injectionRules() []*injRule {
 var concealPhrases = []string{
 	"do+not|don't|dont|never|must+not|should+not ~0 tell|inform|notify|alert|mention|reveal|disclose|show|warn|let ~4 the+" + strings.ReplaceAll(userWords, "|", "|the+") + "|your+user|the+end+user|" + userWords,
 	"without|secretly|silently|quietly ~0 telling|informing|notifying|alerting|warning|asking|letting|mentioning ~2 the+" + strings.ReplaceAll(userWords, "|", "|the+") + "|them|anyone|" + userWords,
-	combine(userWords, "must+not|should+not|shouldn't|mustn't|must+never|should+never|cannot|can't|may+not|needs+not|does+not+need+to|doesn't+need+to|is+not+to|isn't+to") + " ~0 know|see|notice|find+out|be+told|be+informed|learn|be+aware|discover",
+	concealModals + " ~0 know|see|notice|find+out|be+told|be+informed|learn|be+aware|discover",
 	"keep|hide ~2 this|it|that|these|everything ~2 secret|hidden|confidential|private|from ~2 the+" + strings.ReplaceAll(userWords, "|", "|the+") + "|" + userWords,
 	"hide|conceal ~2 this|it|that|these|everything ~0 from ~0 the+" + strings.ReplaceAll(userWords, "|", "|the+"),
+}
+
+// concealModals open "the user must not know" (the user word before
+// them is checked by checkConceal: anchoring on every user word and modal
+// pair would bloat the keyword automaton).
+const concealModals = "must+not|should+not|shouldn't|mustn't|must+never|should+never|cannot|can't|may+not|needs+not|does+not+need+to|doesn't+need+to|is+not+to|isn't+to"
+
+// checkConceal requires the user word before a match that starts with a
+// modal ("must not know") and starts the span there.
+func checkConceal(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	first := strings.ToLower(t[h.m.stepStart[0]:h.m.stepEnd[0]])
+	modal := false
+	for _, m := range strings.Split(concealModals, "|") {
+		if strings.ReplaceAll(m, "+", " ") == first {
+			modal = true
+			break
+		}
+	}
+	if !modal {
+		return true
+	}
+	i := h.start
+	for i > 0 && !isWordChar(t[i-1]) && h.start-i < 4 {
+		i--
+	}
+	j := i
+	for j > 0 && isWordChar(t[j-1]) {
+		j--
+	}
+	if j == i {
+		return false
+	}
+	w := strings.ToLower(t[j:i])
+	for _, u := range strings.Split(userWords, "|") {
+		if w == u {
+			h.start = j
+			return true
+		}
+	}
+	return false
 }
 
 // checkIgnore lowers a weak qualifier followed by a place ("ignore any
@@ -276,7 +317,13 @@ func checkMarkdownURL(c *injCtx, h *injHit) bool {
 	image := ls > 0 && t[ls-1] == '!'
 	template := strings.ContainsAny(query, "{}[]<>$") || indexFoldASCII(query, "%7b") >= 0 || indexFoldASCII(query, "%3c") >= 0
 	named := false
-	for _, kv := range strings.Split(query, "&") {
+	for rest := query; rest != ""; {
+		kv := rest
+		if i := strings.IndexByte(rest, '&'); i >= 0 {
+			kv, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok || val == "" {
 			continue
@@ -315,12 +362,23 @@ var toolCallUrgent = []string{
 	"passwd", "credential", "secret", "token", "api key", "password", "private key",
 }
 
-// checkToolCall keeps an instruction to call a tool Medium only when it
-// is pressing or covert or touches secrets in the same sentence.
+// checkToolCall keeps an instruction to call a tool only when the tool
+// is named like one (an identifier with "_", "-" or a quoted or
+// backticked name: "use the search tool" in documentation is ordinary),
+// and Medium only when it is pressing or covert or touches secrets in the
+// same sentence.
 func checkToolCall(c *injCtx, h *injHit) bool {
 	t := c.v.text
-	// "use the search tool" in documentation is ordinary; the named
-	// tool is a word after "the".
+	named := false
+	for k := 0; k < h.m.n; k++ {
+		w := t[h.m.stepStart[k]:h.m.stepEnd[k]]
+		if strings.ContainsAny(w, "_-") || (h.m.stepStart[k] > 0 && isQuote(t[h.m.stepStart[k]-1])) {
+			named = true
+		}
+	}
+	if !named {
+		return false
+	}
 	e := sentenceEnd(t, h.end, 240)
 	s := sentenceStart(t, h.start, 120)
 	if !containsAnyFold(t[s:e], toolCallUrgent) {

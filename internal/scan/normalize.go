@@ -3,6 +3,7 @@ package scan
 import (
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -37,23 +38,32 @@ import (
 //     character that still is not ASCII but looks like printable ASCII is
 //     replaced by its lookalike from Unicode's confusables data
 //     (normalize_confusables.go, UTS #39 §4);
-//   - ASCII letters are folded to lower case.
+//   - ASCII case is folded by the matchers: the keyword automaton and the
+//     word comparisons of the rules fold it, so the view keeps it (the
+//     lookalikes from the confusables table are lower case).
 //
 // NFKC would compose what the decomposition separates; the view removes
 // the marks instead, because no ASCII phrase matches a composed accented
 // letter. A text of printable ASCII, tab, LF and CR only is its own view
-// (no allocation): the rules match case-insensitively, so its case needs
-// no folding.
+// (no allocation); in any other text, runs of such bytes are copied as
+// they are and map back linearly.
 type view struct {
 	// text is the normalized text; orig the original.
 	text, orig string
-	// start[i] and end[i] are the original span of view byte i (nil when
-	// text is orig). Both are non-decreasing and on the original's rune
-	// boundaries.
-	start, end []int32
+	// segs map view bytes back to the original (nil when text is orig):
+	// segment k covers the view bytes from segs[k].v to segs[k+1].v.
+	segs []viewSeg
 	// hidden are the removed or decoded characters that hide text, in
 	// original order.
 	hidden []hiddenRune
+}
+
+// viewSeg is one segment of the view's map: view bytes from v on come
+// from the original bytes from o on, one for one when olen < 0 (a run of
+// plain ASCII), or all from the original span [o, o+olen) (one original
+// character's view).
+type viewSeg struct {
+	v, o, olen int32
 }
 
 // hiddenKind is why a character counts as hiding text.
@@ -82,7 +92,25 @@ type hiddenRune struct {
 // plainASCII reports whether s is its own view: printable ASCII, tab, LF
 // and CR only.
 func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	// Eight bytes at a time: a word with no byte below 0x20 or above
+	// 0x7e is plain; one with a tab, LF or CR is checked byte by byte.
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		const ones, highs = 0x0101010101010101, 0x8080808080808080
+		below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
+		above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
+		if below|above == 0 {
+			continue
+		}
+		for k := i; k < i+8; k++ {
+			if c := s[k]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+				return false
+			}
+		}
+	}
+	for ; i < len(s); i++ {
 		c := s[i]
 		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
 			return false
@@ -96,16 +124,17 @@ func newView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}
-	b := viewBuilder{
-		buf:   make([]byte, 0, len(s)),
-		start: make([]int32, 0, len(s)),
-		end:   make([]int32, 0, len(s)),
-	}
-	prevLetter := false // the last character kept was a letter (for joiners)
-	flag := false       // inside an emoji tag sequence (after U+1F3F4)
+	b := viewBuilder{buf: make([]byte, 0, len(s)+8)}
+	flag := false // inside an emoji tag sequence (after U+1F3F4)
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < 0x80 {
+			if j := plainRun(s, i); j > i {
+				b.copyRun(s, i, j)
+				flag = false
+				i = j
+				continue
+			}
 			switch {
 			case c == 0x1b:
 				i = skipEscape(s, i)
@@ -115,17 +144,14 @@ func newView(s string) view {
 				i++
 				continue
 			}
-			b.add(lowerASCII(c), i, i+1)
-			prevLetter = isWordByte(c)
-			flag = false
-			i++
+			i++ // not reached: plainRun took every other ASCII byte
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		j := i + size
 		if r == utf8.RuneError && size == 1 {
 			b.addString("\ufffd", i, j)
-			prevLetter, flag = false, false
+			flag = false
 			i = j
 			continue
 		}
@@ -139,7 +165,7 @@ func newView(s string) view {
 				}
 			} else {
 				if r >= 0xe0020 && r <= 0xe007e {
-					b.add(lowerASCII(byte(r-0xe0000)), i, j)
+					b.add(byte(r-0xe0000), i, j)
 				}
 				b.hide(i, size, hiddenTag)
 			}
@@ -148,7 +174,7 @@ func newView(s string) view {
 		case r == 0x200c || r == 0x200d:
 			// Joiners belong in emoji and in some scripts; between
 			// two letters they hide a word break.
-			if prevLetter && j < len(s) {
+			if b.lastIsLetter() && j < len(s) {
 				if n, _ := utf8.DecodeRuneInString(s[j:]); n < 0x80 && isWordByte(byte(n)) || unicode.IsLetter(n) {
 					b.hide(i, size, hiddenInvisible)
 				}
@@ -169,48 +195,165 @@ func newView(s string) view {
 			i = j
 			continue
 		}
+		flag = r == 0x1f3f4
+		if r < 0x10000 {
+			bmpOnce.Do(initBMPFold)
+			switch k := bmpIdx[r]; k {
+			case foldKeep:
+				b.mapTo(i, j)
+				b.buf = append(b.buf, s[i:j]...)
+			case foldDrop:
+			case foldInvisible:
+				b.hide(i, size, hiddenInvisible)
+			case foldBidi:
+				b.hide(i, size, hiddenBidi)
+			default:
+				b.addString(bmpOut[k-foldOut], i, j)
+			}
+			i = j
+			continue
+		}
 		if k := invisibleKind(r); k != 0 {
 			b.hide(i, size, k)
 			i = j
 			continue
 		}
-		flag = r == 0x1f3f4
-		n := len(b.buf)
-		p := norm.NFKD.PropertiesString(s[i:])
-		if d := p.Decomposition(); d != nil {
-			for k := 0; k < len(d); {
-				dr, dn := utf8.DecodeRune(d[k:])
-				b.fold(dr, d[k:k+dn], i, j)
-				k += dn
-			}
-		} else {
-			b.fold(r, []byte(s[i:j]), i, j)
-		}
-		if len(b.buf) > n {
-			last, _ := utf8.DecodeLastRune(b.buf)
-			prevLetter = last < 0x80 && isWordByte(byte(last)) || unicode.IsLetter(last)
-		}
+		b.foldRune(r, s[i:j], i, j)
 		i = j
 	}
-	return view{text: string(b.buf), orig: s, start: b.start, end: b.end, hidden: b.hidden}
+	return view{text: string(b.buf), orig: s, segs: b.segs, hidden: b.hidden}
+}
+
+// lastIsLetter reports whether the view so far ends in a letter or digit.
+func (b *viewBuilder) lastIsLetter() bool {
+	if len(b.buf) == 0 {
+		return false
+	}
+	r, _ := utf8.DecodeLastRune(b.buf)
+	return r < 0x80 && isWordByte(byte(r)) || unicode.IsLetter(r)
+}
+
+// foldRune appends the view of the character r (encoded as enc), from
+// the original span [i, j): its compatibility decomposition, folded.
+func (b *viewBuilder) foldRune(r rune, enc string, i, j int) {
+	if d := norm.NFKD.PropertiesString(enc).Decomposition(); d != nil {
+		for k := 0; k < len(d); {
+			dr, dn := utf8.DecodeRune(d[k:])
+			b.fold(dr, d[k:k+dn], i, j)
+			k += dn
+		}
+		return
+	}
+	b.fold(r, []byte(enc), i, j)
+}
+
+// The view of every character of the Basic Multilingual Plane, computed
+// once (foldRune's result, interned): bmpIdx[r] is foldKeep (the
+// character as it is), foldDrop, foldInvisible, foldBidi, or foldOut+k
+// for bmpOut[k].
+var (
+	bmpOnce sync.Once
+	bmpIdx  []uint16
+	bmpOut  []string
+)
+
+const (
+	foldKeep = iota
+	foldDrop
+	foldInvisible
+	foldBidi
+	foldOut
+)
+
+func initBMPFold() {
+	bmpIdx = make([]uint16, 0x10000)
+	seen := map[string]uint16{}
+	for r := rune(0x80); r < 0x10000; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		switch invisibleKind(r) {
+		case hiddenInvisible:
+			bmpIdx[r] = foldInvisible
+			continue
+		case hiddenBidi:
+			bmpIdx[r] = foldBidi
+			continue
+		}
+		enc := string(r)
+		var b viewBuilder
+		b.foldRune(r, enc, 0, len(enc))
+		out := string(b.buf)
+		switch {
+		case len(b.hidden) > 0 || out == "":
+			bmpIdx[r] = foldDrop
+		case out == enc:
+			bmpIdx[r] = foldKeep
+		default:
+			k, ok := seen[out]
+			if !ok {
+				k = uint16(len(bmpOut))
+				seen[out] = k
+				bmpOut = append(bmpOut, out)
+			}
+			bmpIdx[r] = foldOut + k
+		}
+	}
+}
+
+// plainRun returns the end of the run of plain ASCII bytes (printable,
+// tab, LF, CR) at s[i].
+func plainRun(s string, i int) int {
+	for i < len(s) {
+		c := s[i]
+		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+			break
+		}
+		i++
+	}
+	return i
 }
 
 type viewBuilder struct {
-	buf        []byte
-	start, end []int32
-	hidden     []hiddenRune
+	buf    []byte
+	segs   []viewSeg
+	hidden []hiddenRune
 }
 
+// copyRun appends the plain ASCII run s[i:j] as it is.
+func (b *viewBuilder) copyRun(s string, i, j int) {
+	v := int32(len(b.buf))
+	b.buf = append(b.buf, s[i:j]...)
+	if n := len(b.segs); n > 0 {
+		l := b.segs[n-1]
+		if l.olen < 0 && l.o+(v-l.v) == int32(i) {
+			return // continues the last run
+		}
+	}
+	b.segs = append(b.segs, viewSeg{v: v, o: int32(i), olen: -1})
+}
+
+// add appends view byte c, from the original span [i, j).
 func (b *viewBuilder) add(c byte, i, j int) {
+	b.mapTo(i, j)
 	b.buf = append(b.buf, c)
-	b.start = append(b.start, int32(i))
-	b.end = append(b.end, int32(j))
 }
 
 func (b *viewBuilder) addString(s string, i, j int) {
-	for k := 0; k < len(s); k++ {
-		b.add(s[k], i, j)
+	b.mapTo(i, j)
+	b.buf = append(b.buf, s...)
+}
+
+// mapTo starts (or continues) the segment of the original span [i, j)
+// at the current end of the view.
+func (b *viewBuilder) mapTo(i, j int) {
+	if n := len(b.segs); n > 0 {
+		l := b.segs[n-1]
+		if l.olen >= 0 && l.o == int32(i) {
+			return
+		}
 	}
+	b.segs = append(b.segs, viewSeg{v: int32(len(b.buf)), o: int32(i), olen: int32(j - i)})
 }
 
 func (b *viewBuilder) hide(i, size int, k hiddenKind) {
@@ -222,7 +365,7 @@ func (b *viewBuilder) hide(i, size int, k hiddenKind) {
 func (b *viewBuilder) fold(r rune, enc []byte, i, j int) {
 	switch {
 	case r < 0x80:
-		b.add(lowerASCII(byte(r)), i, j)
+		b.add(byte(r), i, j)
 	case unicode.In(r, unicode.Mn, unicode.Me):
 		// combining marks: removed
 	default:
@@ -234,9 +377,8 @@ func (b *viewBuilder) fold(r rune, enc []byte, i, j int) {
 			b.hide(i, j-i, k)
 			return
 		}
-		for _, c := range enc {
-			b.add(c, i, j)
-		}
+		b.mapTo(i, j)
+		b.buf = append(b.buf, enc...)
 	}
 }
 
@@ -341,12 +483,25 @@ func isWordByte(c byte) bool {
 	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
 }
 
+// at returns the original span of view byte i.
+func (v *view) at(i int) (int, int) {
+	if v.segs == nil {
+		return i, i + 1
+	}
+	k := sort.Search(len(v.segs), func(k int) bool { return int(v.segs[k].v) > i }) - 1
+	sg := v.segs[k]
+	if sg.olen < 0 {
+		o := int(sg.o) + i - int(sg.v)
+		return o, o + 1
+	}
+	return int(sg.o), int(sg.o + sg.olen)
+}
+
 // span returns the original span of the view bytes [i, j) (j > i).
 func (v *view) span(i, j int) (int, int) {
-	if v.start == nil {
-		return i, j
-	}
-	return int(v.start[i]), int(v.end[j-1])
+	s, _ := v.at(i)
+	_, e := v.at(j - 1)
+	return s, e
 }
 
 // hiddenIn returns the hiding characters whose original offset lies in
@@ -371,55 +526,56 @@ const excerptMax = 60
 // character is escaped (\u{...}), and a quote longer than excerptMax
 // characters is cut with "...".
 func excerpt(s string) string {
-	var pieces []string
-	n := 0
+	var sb strings.Builder
+	n, cut := 0, -1 // characters written; the length at excerptMax-3 characters
 	space := false
 	for _, r := range s {
-		var piece string
-		switch {
-		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
-			if space || len(pieces) == 0 {
-				continue
-			}
-			space = true
-			pieces = append(pieces, " ")
-			n++
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			space = sb.Len() > 0
 			continue
+		}
+		if space {
+			if n+1 > excerptMax-3 && cut < 0 {
+				cut = sb.Len()
+			}
+			sb.WriteByte(' ')
+			n++
+			space = false
+		}
+		w := 1
+		var esc bool
+		switch {
 		case r == '\\':
-			piece = `\\`
+			w = 2
 		case r >= 0x20 && r < 0x7f:
-			piece = string(r)
 		case r == utf8.RuneError, r < 0x20, r >= 0x7f && r < 0xa0, invisibleKind(r) != 0,
 			r >= 0xe0000, !unicode.IsGraphic(r), unicode.Is(unicode.Co, r), unicode.IsSpace(r):
-			piece = `\u{` + strings.ToUpper(hex32(uint32(r))) + `}`
+			esc = true
+			w = 4 + len(hex32(uint32(r)))
+		}
+		if n+w > excerptMax-3 && cut < 0 {
+			cut = sb.Len()
+		}
+		switch {
+		case r == '\\':
+			sb.WriteString(`\\`)
+		case esc:
+			sb.WriteString(`\u{`)
+			sb.WriteString(strings.ToUpper(hex32(uint32(r))))
+			sb.WriteByte('}')
 		default:
-			piece = string(r)
+			sb.WriteRune(r)
 		}
-		space = false
-		pieces = append(pieces, piece)
-		n += utf8.RuneCountInString(piece)
-		if n > 4*excerptMax {
+		n += w
+		if n > excerptMax {
 			break
 		}
 	}
-	for len(pieces) > 0 && pieces[len(pieces)-1] == " " {
-		pieces = pieces[:len(pieces)-1]
-		n--
-	}
+	out := sb.String()
 	if n <= excerptMax {
-		return strings.Join(pieces, "")
+		return out
 	}
-	var sb strings.Builder
-	m := 0
-	for _, p := range pieces {
-		w := utf8.RuneCountInString(p)
-		if m+w > excerptMax-3 {
-			break
-		}
-		sb.WriteString(p)
-		m += w
-	}
-	return strings.TrimRight(sb.String(), " ") + "..."
+	return strings.TrimRight(out[:cut], " ") + "..."
 }
 
 func hex32(x uint32) string {

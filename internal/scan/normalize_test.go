@@ -21,7 +21,7 @@ func TestViewText(t *testing.T) {
 	}{
 		{"ascii is itself", "Ignore Previous Instructions", "Ignore Previous Instructions", 0},
 		{"fullwidth", "ｉｇｎｏｒｅ ｐｒｅｖｉｏｕｓ", "ignore previous", 0},
-		{"math bold", "𝐈𝐠𝐧𝐨𝐫𝐞", "ignore", 0},
+		{"math bold keeps case", "𝐈𝐠𝐧𝐨𝐫𝐞", "Ignore", 0},
 		{"ligature", "ﬁle", "file", 0},
 		{"cyrillic lookalikes", "іgnоrе аll", "ignore all", 0},
 		{"greek capitals", "ΤΟΚΕΝ", "token", 0},
@@ -30,14 +30,14 @@ func TestViewText(t *testing.T) {
 		{"zero width", "ig\u200bno\u200cre\u2060 pre\ufeffvious", "ignore previous", 4},
 		{"soft hyphen", "in\u00adstructions", "instructions", 1},
 		{"bidi", "\u202eabc\u202c \u2066x\u2069", "abc x", 4},
-		{"tags decoded", "ok" + tagged("Ignore ALL"), "okignore all", 10},
+		{"tags decoded", "ok" + tagged("Ignore ALL"), "okIgnore ALL", 10},
 		{"emoji flag tags are not text", "\U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F!", "\U0001F3F4!", 0},
 		{"emoji joiner", "👩\u200d💻 ok", "👩💻 ok", 0},
 		{"joiner between letters", "ig\u200dnore", "ignore", 1},
 		{"variation selector", "❤\ufe0f x", "❤ x", 0},
-		{"csi", "\x1b[31mIgn\x1b[0more\x1b[2K", "ignore", 0},
+		{"csi", "\x1b[31mIgn\x1b[0more\x1b[2K", "Ignore", 0},
 		{"c1 csi", "a\u009b31mb", "ab", 0},
-		{"osc bel", "\x1b]0;title\x07Hello", "hello", 0},
+		{"osc bel", "\x1b]0;title\x07Hello", "Hello", 0},
 		{"osc st", "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link", 0},
 		{"unterminated osc hides nothing", "\x1b]0;ignore previous\ninstructions", "0;ignore previous\ninstructions", 0},
 		{"two-byte escape", "a\x1bMb\x1b(Bc", "abc", 0},
@@ -105,30 +105,32 @@ func checkView(t *testing.T, in string, v view) {
 	if v.orig != in {
 		t.Fatalf("orig differs")
 	}
-	if v.start == nil {
+	if v.segs == nil {
 		if v.text != in || !plainASCII(in) {
 			t.Fatalf("identity view of non-plain text %q", in)
 		}
 		return
 	}
-	if len(v.start) != len(v.text) || len(v.end) != len(v.text) {
-		t.Fatalf("map lengths %d %d for %d bytes", len(v.start), len(v.end), len(v.text))
+	if len(v.text) > 0 && v.segs[0].v != 0 {
+		t.Fatalf("first segment at %d", v.segs[0].v)
 	}
 	bound := map[int]bool{len(in): true}
 	for i := range in {
 		bound[i] = true
 	}
+	ps, pe := -1, -1
 	for i := range v.text {
-		s, e := int(v.start[i]), int(v.end[i])
+		s, e := v.at(i)
 		if s < 0 || s >= e || e > len(in) {
 			t.Fatalf("byte %d maps to [%d,%d) of %d", i, s, e, len(in))
 		}
 		if !bound[s] || !bound[e] {
 			t.Fatalf("byte %d maps to [%d,%d), not on rune boundaries of %q", i, s, e, in)
 		}
-		if i > 0 && (s < int(v.start[i-1]) || e < int(v.end[i-1])) {
+		if s < ps || e < pe {
 			t.Fatalf("map decreases at %d", i)
 		}
+		ps, pe = s, e
 	}
 	for _, r := range v.text {
 		if r == 0x1b || (r >= 0xe0000 && r <= 0xe007f && !strings.ContainsRune(in, 0x1f3f4)) || invisibleKind(r) != 0 {

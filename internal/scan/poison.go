@@ -48,6 +48,7 @@ func poisoningRules() []*injRule {
 			phrases: append(append([]string{}, concealPhrases...),
 				"do+not|don't|dont|never ~0 mention|reveal|disclose|show|explain|describe ~2 this|these|that|it|the ~1 instructions|instruction|step|steps|note|behavior|behaviour|requirement",
 			),
+			check: checkConceal,
 		},
 		{
 			id: "poisoning-sensitive-file", class: ClassPoisoning, conf: High, modes: inDefinition,

@@ -13,7 +13,7 @@ func TestSkeleton(t *testing.T) {
 		{"\tread_file", "read_file"},
 		{"read\u200b_file", "read_file"},
 		{"read_file\u2060", "read_file"},
-		{"rеad_file", "read_file"},   // Cyrillic е
+		{"rеad_file", "read_file"}, // Cyrillic е
 		{"ｒｅａｄ_ｆｉｌｅ", "read_file"}, // fullwidth
 		{"réad_file", "read_file"},
 		{"read_fi\u0301le", "read_file"},

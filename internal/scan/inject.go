@@ -247,7 +247,7 @@ func (f *injectionFamily) context(c *injCtx, hits []injHit) []injHit {
 		if r.noContext || h.conf == Low {
 			continue
 		}
-		if quotedSpan(t, h.start, h.end) || (h.m.n > 0 && codeLike(t[h.start:h.end])) || f.metaNear(t, h.start, h.end) {
+		if quotedSpan(t, h.start, h.end) || (h.m.n > 0 && (codeLike(t[h.start:h.end]) || codeLine(t, h.start, h.end))) || f.metaNear(t, h.start, h.end) {
 			h.conf = Low
 		}
 	}
@@ -281,6 +281,28 @@ func codeLike(s string) bool {
 		}
 	}
 	return false
+}
+
+// codeLine reports whether the line holding the view span [s, e) is a
+// line of code: at least three of "{}();=" outside the span.
+func codeLine(t string, s, e int) bool {
+	ls, le := s, e
+	for ls > 0 && t[ls-1] != '\n' && s-ls < 400 {
+		ls--
+	}
+	for le < len(t) && t[le] != '\n' && le-e < 400 {
+		le++
+	}
+	n := 0
+	for _, part := range [2]string{t[ls:s], t[e:le]} {
+		for i := 0; i < len(part); i++ {
+			switch part[i] {
+			case '{', '}', '(', ')', ';', '=':
+				n++
+			}
+		}
+	}
+	return n >= 3
 }
 
 // metaNear reports whether prose about prompt injection surrounds the

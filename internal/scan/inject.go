@@ -157,14 +157,15 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 	cand := new(injHit) // one candidate, reused: checks take its address
 	as.kw.each(t, func(w, end int) bool {
 		start := end - len(as.words[w])
+		wordStart := start == 0 || !isWordChar(t[start-1])
 		for _, ref := range as.entries[w] {
+			if ref.phrase >= 0 && !wordStart {
+				continue
+			}
 			r := f.rules[ref.rule]
 			*cand = injHit{rule: ref.rule, start: start, end: end, conf: r.conf}
 			h := cand
 			if ref.phrase >= 0 {
-				if start > 0 && isWordChar(t[start-1]) {
-					continue
-				}
 				m, ok := r.compiled[ref.phrase].match(t, start)
 				if !ok {
 					continue

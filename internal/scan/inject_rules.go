@@ -181,7 +181,8 @@ func checkRoleMarker(c *injCtx, h *injHit) bool {
 		return i == 0 || t[i-1] == '\n'
 	}
 	switch {
-	case strings.HasPrefix(lit, "<|"), strings.HasPrefix(lit, "</"), strings.HasPrefix(lit, "<function"), strings.HasPrefix(lit, "<tool"):
+	case strings.HasPrefix(lit, "<|"), strings.HasPrefix(lit, "</"), strings.HasPrefix(lit, "<function"), strings.HasPrefix(lit, "<tool"),
+		strings.HasPrefix(lit, "<start_of_turn"), strings.HasPrefix(lit, "<end_of_turn"):
 		h.conf = High
 	case strings.HasPrefix(lit, "###"):
 		if !lineStart() {

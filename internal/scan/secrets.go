@@ -206,16 +206,6 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 	}
 }
 
-func confRank(c Confidence) int {
-	switch c {
-	case High:
-		return 3
-	case Medium:
-		return 2
-	}
-	return 1
-}
-
 // snapWindow widens [ws, we) to rune boundaries and, by up to 32 bytes
 // each side, to word boundaries, so that \b and leading context in a
 // rule's regex see what they would in the whole text.

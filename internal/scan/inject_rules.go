@@ -1,0 +1,466 @@
+package scan
+
+import "strings"
+
+// The injection rules (ClassInjection; ModeData and ModeToolDefinition).
+// Patterns: inject_match.go. Confidence: an explicit override directive
+// addressed to the model is High; a persona switch, a concealment or
+// exfiltration instruction, a fake role marker Medium or High as noted;
+// a weak alternative ("*") lowers a match by one level; quoting, code and
+// prose about injection lower it to Low (injectionFamily.context).
+
+// Word sets shared by patterns.
+const (
+	overrideVerbs = "ignore|ignoring|disregard|disregarding|forget|forgetting|override|overriding|bypass|discard|abandon|skip|neglect|do+not+follow|don't+follow|dont+follow|stop+following|no+longer+follow|cease+following|do+not+obey|don't+obey|stop+obeying"
+	priorWords    = "previous|previously|prior|above|earlier|preceding|foregoing|former|original|initial|old|existing|past|system|developer|your|*all|*any|**these|**those|**the|**other|**such"
+	instrWords    = "instructions|instruction|prompt|prompts|directions|directives|directive|guidelines|guidance|rules|commands|orders|constraints|restrictions|programming|policies|safeguards|guardrails|training|context|messages|text|content|conversation"
+	userWords     = "user|users|human|humans|operator|requester|requestor|customer|client"
+	secretData    = "secret|secrets|api+key|api+keys|apikey|apikeys|access+key|access+keys|token|tokens|credential|credentials|password|passwords|passphrase|private+key|private+keys|ssh+key|ssh+keys|id_rsa|env|environment+variables|env+vars|cookie|cookies|session|sessions|conversation|conversations|chat+history|conversation+history|chat+log|chat+logs|previous+messages|system+prompt|*messages|*contents|*content|*history|**data|**information|**info|**details|**files|**file|**output|**results"
+)
+
+func injectionRules() []*injRule {
+	return []*injRule{
+		{
+			id: "injection-ignore-instructions", class: ClassInjection, conf: High, modes: inBoth,
+			phrases: []string{
+				overrideVerbs + " ~3 " + priorWords + " ~2 " + instrWords,
+				overrideVerbs + " ~1 everything|*anything|*all ~2 above|before|previously|prior|earlier|said|told|written|so+far",
+			},
+			check: checkIgnore,
+		},
+		{
+			id: "injection-new-role", class: ClassInjection, conf: High, modes: inBoth,
+			phrases: []string{
+				"you+are+now|you're+now|youre+now|from+now+on+you+are|from+now+on+you+will+be|you+will+now+be|you+will+now+act+as|henceforth+you+are ~2 dan|jailbroken|unrestricted|unfiltered|uncensored|unbound|unlimited|liberated|evil|rogue|no+longer|free+from|freed|developer+mode|god+mode|admin+mode|system",
+				"you+are+now|you're+now|youre+now|from+now+on+you+are|you+will+now+be|you+will+now+act+as ~0 *a|*an|*the|*my ~2 *ai|*assistant|*model|*chatbot|*bot|*llm|*agent|*persona|*character|*hacker|*pirate",
+				"from+now+on ~0 you ~0 will|must|shall|should ~0 *always|*only|*never|*ignore|*obey|*answer|*respond|*reply|*act",
+				"act+as|acting+as|pretend+to+be|pretend+you+are|roleplay+as|role-play+as|behave+as|behave+like|impersonate ~2 *system|*the+system|*dan|*an+unrestricted|*an+unfiltered|*an+uncensored|*a+jailbroken|*jailbroken|*developer+mode|*an+ai+without|*an+ai+with+no",
+				"enter|enable|activate|switch+to|switch+into|enter+into ~1 *dan+mode|*god+mode|*jailbreak+mode|*unrestricted+mode|*unfiltered+mode",
+			},
+		},
+		{
+			id: "injection-system-prompt", class: ClassInjection, conf: High, modes: inBoth,
+			phrases: []string{
+				"override|overwrite|replace|rewrite|change|modify|update ~1 *the|your|**a ~0 system+prompt|system+message|system+instructions|system+instruction|initial+instructions|core+instructions",
+				"new|updated|revised ~0 *system+prompt|*system+message|*system+instructions|*system+instruction",
+				"system+prompt|system+instructions ~0 override|overridden|updated|changed|replaced",
+				"your ~0 new|real|actual|true|updated|revised ~0 instructions|rules|task|objective|goal|role|purpose|system+prompt|directive|mission",
+				"reveal|print|output|repeat|display|dump|leak|disclose|show|recite|share|echo|spell+out|tell+me|give+me|write+out|send+me|paste|list ~3 your|**the|**all ~2 *system+prompt|*system+message|*system+instructions|*initial+prompt|*hidden+prompt|*hidden+instructions|*developer+message|*initial+instructions|*original+instructions|**instructions|**prompt|**rules|**guidelines",
+			},
+		},
+		{
+			id: "injection-role-marker", class: ClassInjection, conf: High, modes: inBoth,
+			literals: []string{
+				"<|im_start|>", "<|im_end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>",
+				"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|tool_call|>",
+				"<start_of_turn>", "<end_of_turn>", "[inst]", "[/inst]", "<<sys>>", "<</sys>>",
+				"</tool_result>", "</tool_results>", "</function_results>", "</function_result>", "<function_results>",
+				"</tool_output>", "</tool_response>", "<tool_response>", "</tool_use>", "</search_results>",
+				"### system:", "### instruction:", "### instructions:", "### human:", "### assistant:", "### user:",
+				"human:", "assistant:", "system:",
+			},
+			check: checkRoleMarker,
+		},
+		{
+			id: "injection-conceal", class: ClassInjection, conf: Medium, modes: inData,
+			phrases: concealPhrases, check: checkConceal,
+		},
+		{
+			id: "injection-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
+			phrases: []string{
+				"send|post|forward|upload|transmit|exfiltrate|leak|email|e-mail|mail|submit|copy|paste|append|attach|deliver|share|relay|report|include|encode|embed|put|add ~6 " + secretData,
+			},
+			check: checkExfiltration,
+		},
+		{
+			id: "injection-markdown-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
+			literals: []string{"](http://", "](https://", "](//"},
+			check:    checkMarkdownURL,
+		},
+		{
+			id: "injection-tool-call", class: ClassInjection, conf: Medium, modes: inData,
+			phrases: []string{
+				combine("call|invoke|execute|trigger|run|use|launch", "the|a|your") + " ~0 ? ~0 tool|function|command",
+				combine("call|invoke|execute|trigger|use", "the+tool|the+function|a+tool|a+function|tool|function") + " ~0 '",
+			},
+			check: checkToolCall,
+		},
+		{
+			id: ruleHTMLComment, class: ClassInjection, conf: Medium, modes: inBoth,
+			literals: []string{"<!--"},
+			check:    checkHTMLComment,
+		},
+		{
+			// Emitted by injectionFamily.hidden: hiding characters inside a
+			// match, or tag-character text.
+			id: ruleHiddenText, class: ClassInjection, conf: High, modes: inBoth, noContext: true,
+		},
+	}
+}
+
+// concealPhrases are instructions to hide something from the user
+// (injection-conceal in data, poisoning-hidden-directive in definitions).
+var concealPhrases = []string{
+	"do+not|don't|dont|never|must+not|should+not ~0 tell|inform|notify|alert|mention|reveal|disclose|show|warn|let ~4 the+" + strings.ReplaceAll(userWords, "|", "|the+") + "|your+user|the+end+user|" + userWords,
+	"without|secretly|silently|quietly ~0 telling|informing|notifying|alerting|warning|asking|letting|mentioning ~2 the+" + strings.ReplaceAll(userWords, "|", "|the+") + "|them|anyone|" + userWords,
+	concealModals + " ~0 know|see|notice|find+out|be+told|be+informed|learn|be+aware|discover",
+	"keep|hide ~2 this|it|that|these|everything ~2 secret|hidden|confidential|private|from ~2 the+" + strings.ReplaceAll(userWords, "|", "|the+") + "|" + userWords,
+	"hide|conceal ~2 this|it|that|these|everything ~0 from ~0 the+" + strings.ReplaceAll(userWords, "|", "|the+"),
+}
+
+// concealModals open "the user must not know" (the user word before
+// them is checked by checkConceal: anchoring on every user word and modal
+// pair would bloat the keyword automaton).
+const concealModals = "must+not|should+not|shouldn't|mustn't|must+never|should+never|cannot|can't|may+not|needs+not|does+not+need+to|doesn't+need+to|is+not+to|isn't+to"
+
+// checkConceal requires the user word before a match that starts with a
+// modal ("must not know") and starts the span there.
+func checkConceal(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	first := strings.ToLower(t[h.m.stepStart[0]:h.m.stepEnd[0]])
+	modal := false
+	for _, m := range strings.Split(concealModals, "|") {
+		if strings.ReplaceAll(m, "+", " ") == first {
+			modal = true
+			break
+		}
+	}
+	if !modal {
+		return true
+	}
+	i := h.start
+	for i > 0 && !isWordChar(t[i-1]) && h.start-i < 4 {
+		i--
+	}
+	j := i
+	for j > 0 && isWordChar(t[j-1]) {
+		j--
+	}
+	if j == i {
+		return false
+	}
+	w := strings.ToLower(t[j:i])
+	for _, u := range strings.Split(userWords, "|") {
+		if w == u {
+			h.start = j
+			return true
+		}
+	}
+	return false
+}
+
+// checkIgnore lowers a weak qualifier followed by a place ("ignore any
+// instructions in the retrieved pages", a defensive statement) to Low.
+func checkIgnore(c *injCtx, h *injHit) bool {
+	if h.m.weak == 0 {
+		return true
+	}
+	t := c.v.text
+	if s, e, ok := nextWord(t, h.end, false); ok {
+		switch strings.ToLower(t[s:e]) {
+		case "in", "from", "found", "contained", "within", "inside", "embedded", "that", "which", "you", "on":
+			h.conf = Low
+		}
+	}
+	return true
+}
+
+// checkRoleMarker grades the chat-role and tool-boundary markers: the
+// special tokens and tool-result boundaries are High, [INST]/<<SYS>> and
+// "### System:" style headers Medium; bare "Human:"/"Assistant:"/
+// "System:" count only at the start of a line after a blank line (a
+// transcript turn), Medium, and need the other role's turn in the text.
+func checkRoleMarker(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	lit := strings.ToLower(t[h.start:h.end])
+	lineStart := func() bool {
+		i := h.start
+		for i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
+			i--
+		}
+		return i == 0 || t[i-1] == '\n'
+	}
+	switch {
+	case strings.HasPrefix(lit, "<|"), strings.HasPrefix(lit, "</"), strings.HasPrefix(lit, "<function"), strings.HasPrefix(lit, "<tool"),
+		strings.HasPrefix(lit, "<start_of_turn"), strings.HasPrefix(lit, "<end_of_turn"):
+		h.conf = High
+	case strings.HasPrefix(lit, "###"):
+		if !lineStart() {
+			return false
+		}
+		h.conf = Medium
+	case lit == "human:" || lit == "assistant:" || lit == "system:":
+		if h.start > 0 && isWordChar(t[h.start-1]) || !lineStart() {
+			return false
+		}
+		i := h.start
+		for i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
+			i--
+		}
+		if i < 2 || t[i-1] != '\n' || t[i-2] != '\n' && !(t[i-2] == '\r' && i >= 3 && t[i-3] == '\n') {
+			return false // a turn starts after a blank line
+		}
+		other := "\n\nassistant:"
+		if lit == "assistant:" {
+			other = "\n\nhuman:"
+		}
+		if lit == "system:" {
+			if indexFoldASCII(t, "\n\nhuman:") < 0 && indexFoldASCII(t, "\n\nassistant:") < 0 {
+				return false
+			}
+		} else if indexFoldASCII(t, other) < 0 {
+			return false
+		}
+		h.conf = Medium
+	default:
+		h.conf = Medium
+	}
+	return true
+}
+
+// exfilTargets mark a destination after an exfiltration verb and its data.
+var exfilTargets = []string{"http://", "https://", "ftp://", "webhook", "@", "ngrok", "requestbin", "pastebin"}
+
+// checkExfiltration requires a destination (a URL or an e-mail address,
+// after "to", "at", "into" or "via") in the rest of the sentence.
+func checkExfiltration(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	end := sentenceEnd(t, h.end, 240)
+	rest := t[h.end:end]
+	to := -1
+	for _, w := range []string{" to ", " at ", " into ", " via ", " using ", " in ", " as "} {
+		if i := indexFoldASCII(rest, w); i >= 0 && (to < 0 || i < to) {
+			to = i
+		}
+	}
+	if to < 0 {
+		return false
+	}
+	dest := rest[to:]
+	found := -1
+	for _, w := range exfilTargets {
+		if i := indexFoldASCII(dest, w); i >= 0 {
+			if w == "@" && !mailAddressAt(dest, i) {
+				continue
+			}
+			if found < 0 || i < found {
+				found = i
+			}
+		}
+	}
+	if found < 0 {
+		return false
+	}
+	// The span ends after the destination's first token.
+	e := h.end + to + found
+	for e < end && t[e] != ' ' && t[e] != '\n' && t[e] != '\t' && t[e] != ')' && t[e] != '"' && t[e] != '\'' {
+		e++
+	}
+	for e > h.end && (t[e-1] == '.' || t[e-1] == ',') {
+		e--
+	}
+	h.end = e
+	return true
+}
+
+// mailAddressAt reports whether s[i] is the '@' of an e-mail address.
+func mailAddressAt(s string, i int) bool {
+	if i == 0 || i+1 >= len(s) || !isAlnum(s[i-1]) && s[i-1] != '.' && s[i-1] != '_' {
+		return false
+	}
+	j := i + 1
+	dot := false
+	for j < len(s) && (isAlnum(s[j]) || s[j] == '-' || s[j] == '.') {
+		if s[j] == '.' && j+1 < len(s) && isAlnum(s[j+1]) {
+			dot = true
+		}
+		j++
+	}
+	return dot
+}
+
+// markdownDataParams are query parameter names that carry data.
+var markdownDataParams = []string{"data", "d", "q", "secret", "secrets", "token", "key", "apikey", "api_key", "password", "pass", "pwd", "history", "chat", "conversation", "conv", "prompt", "content", "info", "msg", "message", "messages", "text", "payload", "exfil", "leak", "env", "cookie", "session", "ssn", "email", "user", "memory", "context"}
+
+// checkMarkdownURL flags a markdown image or link whose URL carries data
+// in its query string: a template ("{...}", "[...]", "<...>", "$VAR")
+// is High for an image and Medium for a link; a data-named parameter of
+// an image is Medium. Images load without a click, so they leak on
+// render.
+func checkMarkdownURL(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	// The URL runs to the closing parenthesis.
+	us := h.start + 2
+	ue := us
+	for ue < len(t) && ue-us < 2048 && t[ue] != ')' && t[ue] != ' ' && t[ue] != '\n' {
+		ue++
+	}
+	url := t[us:ue]
+	q := strings.IndexByte(url, '?')
+	if q < 0 {
+		return false
+	}
+	query := url[q+1:]
+	// The label starts at the '[' that opens it.
+	ls := -1
+	for i := h.start - 1; i >= 0 && h.start-i < 512; i-- {
+		if t[i] == '[' {
+			ls = i
+			break
+		}
+		if t[i] == '\n' || t[i] == ']' {
+			break
+		}
+	}
+	if ls < 0 {
+		return false
+	}
+	image := ls > 0 && t[ls-1] == '!'
+	template := strings.ContainsAny(query, "{}[]<>$") || indexFoldASCII(query, "%7b") >= 0 || indexFoldASCII(query, "%3c") >= 0
+	named := false
+	for rest := query; rest != ""; {
+		kv := rest
+		if i := strings.IndexByte(rest, '&'); i >= 0 {
+			kv, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || val == "" {
+			continue
+		}
+		for _, p := range markdownDataParams {
+			if equalFoldASCII(k, p) {
+				named = true
+			}
+		}
+	}
+	switch {
+	case image && template:
+		h.conf = High
+	case template || (image && named):
+		h.conf = Medium
+	default:
+		return false
+	}
+	h.start = ls
+	if image {
+		h.start = ls - 1
+	}
+	h.end = ue
+	if ue < len(t) && t[ue] == ')' {
+		h.end = ue + 1
+	}
+	return true
+}
+
+// toolCallUrgent are words that make an instruction to call a tool
+// pressing or covert (Medium); without one it is Low.
+var toolCallUrgent = []string{
+	"immediately", "right now", "right away", "first", "before answering", "before responding", "before replying",
+	"before you answer", "before you respond", "without asking", "without confirmation", "without telling",
+	"without informing", "silently", "secretly", "automatically", "always", "~/", ".ssh", "id_rsa", ".env",
+	"passwd", "credential", "secret", "token", "api key", "password", "private key",
+}
+
+// checkToolCall keeps an instruction to call a tool only when the tool
+// is named like one (an identifier with "_", "-" or a quoted or
+// backticked name: "use the search tool" in documentation is ordinary),
+// and Medium only when it is pressing or covert or touches secrets in the
+// same sentence.
+func checkToolCall(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	named := false
+	for k := 0; k < h.m.n; k++ {
+		w := t[h.m.stepStart[k]:h.m.stepEnd[k]]
+		if strings.ContainsAny(w, "_-") || (h.m.stepStart[k] > 0 && isQuote(t[h.m.stepStart[k]-1])) {
+			named = true
+		}
+	}
+	if !named {
+		return false
+	}
+	e := sentenceEnd(t, h.end, 240)
+	s := sentenceStart(t, h.start, 120)
+	if !containsAnyFold(t[s:e], toolCallUrgent) {
+		h.conf = Low
+	}
+	return true
+}
+
+// commentAddressees and commentDirectives mark an HTML comment written
+// to the model.
+var (
+	commentAddressees = []string{"ai", "assistant", "model", "agent", "llm", "claude", "gpt", "chatgpt", "copilot", "gemini", "chatbot", "bot", "language model"}
+	commentDirectives = []string{"ignore", "must", "always", "never", "do not", "don't", "instead", "send", "call", "execute", "run", "reveal", "tell", "include", "append", "forward", "you are", "your task", "instructions"}
+)
+
+// checkHTMLComment flags an HTML comment addressed to the model with a
+// directive in it (Medium; High when another rule matched inside it,
+// injectionFamily.comments). The span is the whole comment.
+func checkHTMLComment(c *injCtx, h *injHit) bool {
+	t := c.v.text
+	limit := h.end + 8192
+	if limit > len(t) {
+		limit = len(t)
+	}
+	e := strings.Index(t[h.end:limit], "-->")
+	if e < 0 {
+		e = limit
+	} else {
+		e = h.end + e + 3
+	}
+	body := t[h.end:e]
+	addressed := false
+	for _, w := range commentAddressees {
+		if wordIn(body, w) {
+			addressed = true
+			break
+		}
+	}
+	if !addressed {
+		return false
+	}
+	directive := false
+	for _, w := range commentDirectives {
+		if wordIn(body, w) {
+			directive = true
+			break
+		}
+	}
+	if !directive {
+		return false
+	}
+	h.end = e
+	return true
+}
+
+// wordIn reports whether the lowercase word (or words) w occurs in s as a
+// whole word, folding ASCII case.
+func wordIn(s, w string) bool {
+	for from := 0; from < len(s); {
+		i := indexFoldASCII(s[from:], w)
+		if i < 0 {
+			return false
+		}
+		i += from
+		j := i + len(w)
+		if (i == 0 || !isWordChar(s[i-1])) && (j >= len(s) || !isWordChar(s[j])) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
+}
+
+// combine joins every alternative of a with every alternative of b into
+// one alternative of consecutive words ("a1+b1|a1+b2|...").
+func combine(a, b string) string {
+	var out []string
+	for _, x := range strings.Split(a, "|") {
+		for _, y := range strings.Split(b, "|") {
+			out = append(out, x+"+"+y)
+		}
+	}
+	return strings.Join(out, "|")
+}

@@ -1,0 +1,589 @@
+package scan
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The normalized view (docs/scanning.md, "Prompt injection and tool
+// poisoning"; shared/spec/evidence.md §8): the text the injection and
+// poisoning rules match, with everything that hides or disguises an ASCII
+// phrase from a plain substring match taken out, and a map from every view
+// byte back to the original bytes it came from, so that a finding's span is
+// a span of Input.Text.
+//
+// Built rune by rune from the original:
+//   - ANSI escape sequences (CSI "ESC [" ... final byte, the C1 CSI U+009B,
+//     OSC/DCS/SOS/PM/APC strings ended by BEL or ST, and two-byte ESC
+//     sequences) are removed;
+//   - C0 controls other than tab, LF and CR, DEL and C1 controls are
+//     removed (and recorded as hidden);
+//   - zero-width and bidirectional controls (U+200B-U+200F, U+202A-U+202E,
+//     U+2060-U+2064, U+2066-U+206F, U+FEFF, U+00AD, U+034F, U+061C,
+//     U+180E, the Hangul fillers, ...) are removed and recorded as hidden;
+//     variation selectors are removed silently (emoji use them);
+//   - Unicode tag characters U+E0020-U+E007E are decoded to the ASCII
+//     character they shadow (recorded as hidden), other tag characters
+//     removed; the tags of an emoji flag sequence (after U+1F3F4) are
+//     removed without being decoded or recorded;
+//   - every other character takes its compatibility decomposition (NFKD,
+//     the "K" of NFKC: fullwidth, mathematical, circled, ligature and
+//     superscript forms become their ASCII letters), combining marks are
+//     then removed (so "i" + U+0301 and "í" both read "i"), and a
+//     character that still is not ASCII but looks like printable ASCII is
+//     replaced by its lookalike from Unicode's confusables data
+//     (normalize_confusables.go, UTS #39 §4);
+//   - ASCII case is folded by the matchers: the keyword automaton and the
+//     word comparisons of the rules fold it, so the view keeps it (the
+//     lookalikes from the confusables table are lower case).
+//
+// NFKC would compose what the decomposition separates; the view removes
+// the marks instead, because no ASCII phrase matches a composed accented
+// letter. A text of printable ASCII, tab, LF and CR only is its own view
+// (no allocation); in any other text, runs of such bytes are copied as
+// they are and map back linearly.
+type view struct {
+	// text is the normalized text; orig the original.
+	text, orig string
+	// segs map view bytes back to the original (nil when text is orig):
+	// segment k covers the view bytes from segs[k].v to segs[k+1].v.
+	segs []viewSeg
+	// hidden are the removed or decoded characters that hide text, in
+	// original order.
+	hidden []hiddenRune
+}
+
+// viewSeg is one segment of the view's map: view bytes from v on come
+// from the original bytes from o on, one for one when olen < 0 (a run of
+// plain ASCII), or all from the original span [o, o+olen) (one original
+// character's view).
+type viewSeg struct {
+	v, o, olen int32
+}
+
+// hiddenKind is why a character counts as hiding text.
+type hiddenKind uint8
+
+const (
+	// hiddenInvisible: zero-width characters, joiners between letters,
+	// word joiner, invisible operators, soft hyphen, fillers.
+	hiddenInvisible hiddenKind = iota + 1
+	// hiddenBidi: bidirectional embedding, override and isolate controls.
+	hiddenBidi
+	// hiddenTag: a Unicode tag character (decoded into the view).
+	hiddenTag
+	// hiddenControl: a C0 or C1 control character other than tab, LF,
+	// CR and the escape sequences.
+	hiddenControl
+)
+
+// hiddenRune is one hiding character: its original offset and size.
+type hiddenRune struct {
+	off  int32
+	size uint8
+	kind hiddenKind
+}
+
+// plainASCII reports whether s is its own view: printable ASCII, tab, LF
+// and CR only.
+func plainASCII(s string) bool {
+	i := 0
+	// Eight bytes at a time: a word with no byte below 0x20 or above
+	// 0x7e is plain; one with a tab, LF or CR is checked byte by byte.
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		const ones, highs = 0x0101010101010101, 0x8080808080808080
+		below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
+		above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
+		if below|above == 0 {
+			continue
+		}
+		for k := i; k < i+8; k++ {
+			if c := s[k]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+				return false
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+			return false
+		}
+	}
+	return true
+}
+
+// newView builds the normalized view of s.
+func newView(s string) view {
+	if plainASCII(s) {
+		return view{text: s, orig: s}
+	}
+	b := viewBuilder{buf: make([]byte, 0, len(s)+8)}
+	flag := false // inside an emoji tag sequence (after U+1F3F4)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if j := plainRun(s, i); j > i {
+				b.copyRun(s, i, j)
+				flag = false
+				i = j
+				continue
+			}
+			switch {
+			case c == 0x1b:
+				i = skipEscape(s, i)
+				continue
+			case c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r'):
+				b.hide(i, 1, hiddenControl)
+				i++
+				continue
+			}
+			i++ // not reached: plainRun took every other ASCII byte
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		j := i + size
+		if r == utf8.RuneError && size == 1 {
+			b.addString("\ufffd", i, j)
+			flag = false
+			i = j
+			continue
+		}
+		switch {
+		case r >= 0xe0000 && r <= 0xe007f:
+			if flag {
+				// An emoji flag sequence (England, Scotland, Wales):
+				// not hidden text.
+				if r == 0xe007f {
+					flag = false
+				}
+			} else {
+				if r >= 0xe0020 && r <= 0xe007e {
+					b.add(byte(r-0xe0000), i, j)
+				}
+				b.hide(i, size, hiddenTag)
+			}
+			i = j
+			continue
+		case r == 0x200c || r == 0x200d:
+			// Joiners belong in emoji and in some scripts; between
+			// two letters they hide a word break.
+			if b.lastIsLetter() && j < len(s) {
+				if n, _ := utf8.DecodeRuneInString(s[j:]); n < 0x80 && isAlnum(byte(n)) || unicode.IsLetter(n) {
+					b.hide(i, size, hiddenInvisible)
+				}
+			}
+			i = j
+			continue
+		case (r >= 0xfe00 && r <= 0xfe0f) || (r >= 0xe0100 && r <= 0xe01ef):
+			i = j // variation selectors
+			continue
+		case r == 0x9b:
+			i = skipCSI(s, j)
+			continue
+		case r == 0x9d || r == 0x90 || r == 0x98 || r == 0x9e || r == 0x9f:
+			i = skipString(s, j, j)
+			continue
+		case r < 0xa0:
+			b.hide(i, size, hiddenControl)
+			i = j
+			continue
+		}
+		flag = r == 0x1f3f4
+		if r < 0x10000 {
+			bmpOnce.Do(initBMPFold)
+			switch k := bmpIdx[r]; k {
+			case foldKeep:
+				b.mapTo(i, j)
+				b.buf = append(b.buf, s[i:j]...)
+			case foldDrop:
+			case foldInvisible:
+				b.hide(i, size, hiddenInvisible)
+			case foldBidi:
+				b.hide(i, size, hiddenBidi)
+			default:
+				b.addString(bmpOut[k-foldOut], i, j)
+			}
+			i = j
+			continue
+		}
+		if k := invisibleKind(r); k != 0 {
+			b.hide(i, size, k)
+			i = j
+			continue
+		}
+		b.foldRune(r, s[i:j], i, j)
+		i = j
+	}
+	return view{text: string(b.buf), orig: s, segs: b.segs, hidden: b.hidden}
+}
+
+// lastIsLetter reports whether the view so far ends in a letter or digit.
+func (b *viewBuilder) lastIsLetter() bool {
+	if len(b.buf) == 0 {
+		return false
+	}
+	r, _ := utf8.DecodeLastRune(b.buf)
+	return r < 0x80 && isAlnum(byte(r)) || unicode.IsLetter(r)
+}
+
+// foldRune appends the view of the character r (encoded as enc), from
+// the original span [i, j): its compatibility decomposition, folded.
+func (b *viewBuilder) foldRune(r rune, enc string, i, j int) {
+	if d := norm.NFKD.PropertiesString(enc).Decomposition(); d != nil {
+		for k := 0; k < len(d); {
+			dr, dn := utf8.DecodeRune(d[k:])
+			b.fold(dr, d[k:k+dn], i, j)
+			k += dn
+		}
+		return
+	}
+	b.fold(r, []byte(enc), i, j)
+}
+
+// The view of every character of the Basic Multilingual Plane, computed
+// once (foldRune's result, interned): bmpIdx[r] is foldKeep (the
+// character as it is), foldDrop, foldInvisible, foldBidi, or foldOut+k
+// for bmpOut[k].
+var (
+	bmpOnce sync.Once
+	bmpIdx  []uint16
+	bmpOut  []string
+)
+
+const (
+	foldKeep = iota
+	foldDrop
+	foldInvisible
+	foldBidi
+	foldOut
+)
+
+func initBMPFold() {
+	bmpIdx = make([]uint16, 0x10000)
+	seen := map[string]uint16{}
+	for r := rune(0x80); r < 0x10000; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		switch invisibleKind(r) {
+		case hiddenInvisible:
+			bmpIdx[r] = foldInvisible
+			continue
+		case hiddenBidi:
+			bmpIdx[r] = foldBidi
+			continue
+		}
+		enc := string(r)
+		var b viewBuilder
+		b.foldRune(r, enc, 0, len(enc))
+		out := string(b.buf)
+		switch {
+		case len(b.hidden) > 0 || out == "":
+			bmpIdx[r] = foldDrop
+		case out == enc:
+			bmpIdx[r] = foldKeep
+		default:
+			k, ok := seen[out]
+			if !ok {
+				k = uint16(len(bmpOut))
+				seen[out] = k
+				bmpOut = append(bmpOut, out)
+			}
+			bmpIdx[r] = foldOut + k
+		}
+	}
+}
+
+// plainRun returns the end of the run of plain ASCII bytes (printable,
+// tab, LF, CR) at s[i].
+func plainRun(s string, i int) int {
+	for i < len(s) {
+		c := s[i]
+		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+			break
+		}
+		i++
+	}
+	return i
+}
+
+type viewBuilder struct {
+	buf    []byte
+	segs   []viewSeg
+	hidden []hiddenRune
+}
+
+// copyRun appends the plain ASCII run s[i:j] as it is.
+func (b *viewBuilder) copyRun(s string, i, j int) {
+	v := int32(len(b.buf))
+	b.buf = append(b.buf, s[i:j]...)
+	if n := len(b.segs); n > 0 {
+		l := b.segs[n-1]
+		if l.olen < 0 && l.o+(v-l.v) == int32(i) {
+			return // continues the last run
+		}
+	}
+	b.segs = append(b.segs, viewSeg{v: v, o: int32(i), olen: -1})
+}
+
+// add appends view byte c, from the original span [i, j).
+func (b *viewBuilder) add(c byte, i, j int) {
+	b.mapTo(i, j)
+	b.buf = append(b.buf, c)
+}
+
+func (b *viewBuilder) addString(s string, i, j int) {
+	b.mapTo(i, j)
+	b.buf = append(b.buf, s...)
+}
+
+// mapTo starts (or continues) the segment of the original span [i, j)
+// at the current end of the view.
+func (b *viewBuilder) mapTo(i, j int) {
+	if n := len(b.segs); n > 0 {
+		l := b.segs[n-1]
+		if l.olen >= 0 && l.o == int32(i) {
+			return
+		}
+	}
+	b.segs = append(b.segs, viewSeg{v: int32(len(b.buf)), o: int32(i), olen: int32(j - i)})
+}
+
+func (b *viewBuilder) hide(i, size int, k hiddenKind) {
+	b.hidden = append(b.hidden, hiddenRune{off: int32(i), size: uint8(size), kind: k})
+}
+
+// fold appends the view of one decomposed character r (encoded as enc)
+// that came from the original span [i, j).
+func (b *viewBuilder) fold(r rune, enc []byte, i, j int) {
+	switch {
+	case r < 0x80:
+		b.add(byte(r), i, j)
+	case unicode.In(r, unicode.Mn, unicode.Me):
+		// combining marks: removed
+	default:
+		if s, ok := confusable(r); ok {
+			b.addString(s, i, j)
+			return
+		}
+		if k := invisibleKind(r); k != 0 {
+			b.hide(i, j-i, k)
+			return
+		}
+		b.mapTo(i, j)
+		b.buf = append(b.buf, enc...)
+	}
+}
+
+// confusable returns the lowercase ASCII lookalike of the non-ASCII
+// character r, if Unicode's confusables data has one.
+func confusable(r rune) (string, bool) {
+	if r < confusableFrom[0] || r > confusableFrom[len(confusableFrom)-1] {
+		return "", false
+	}
+	k := sort.Search(len(confusableFrom), func(i int) bool { return confusableFrom[i] >= r })
+	if k < len(confusableFrom) && confusableFrom[k] == r {
+		return confusableTo[k], true
+	}
+	return "", false
+}
+
+// invisibleKind says whether r is an invisible or bidirectional control
+// that the view removes (0 if not). Joiners, variation selectors and tag
+// characters are handled by newView.
+func invisibleKind(r rune) hiddenKind {
+	switch {
+	case r == 0x00ad, r == 0x034f, r == 0x115f, r == 0x1160, r == 0x17b4, r == 0x17b5,
+		r >= 0x180b && r <= 0x180f, r == 0x200b, r == 0x200c, r == 0x200d,
+		r >= 0x2060 && r <= 0x2064, r == 0x2065, r == 0x3164, r == 0xfeff, r == 0xffa0,
+		r >= 0x1d173 && r <= 0x1d17a, r >= 0xfff0 && r <= 0xfff8:
+		return hiddenInvisible
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e,
+		r >= 0x2066 && r <= 0x206f:
+		return hiddenBidi
+	}
+	return 0
+}
+
+// skipEscape returns the offset after the escape sequence that starts
+// with the ESC at s[i]. A string sequence (OSC, DCS, ...) whose body is
+// not printable or has no terminator within 4 KiB loses only its
+// introducer: the model reads the raw text, so nothing after it is hidden
+// from the rules.
+func skipEscape(s string, i int) int {
+	j := i + 1
+	if j >= len(s) {
+		return j
+	}
+	switch c := s[j]; {
+	case c == '[':
+		return skipCSI(s, j+1)
+	case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
+		return skipString(s, j+1, j+1)
+	case c >= 0x20 && c <= 0x2f:
+		for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
+			j++
+		}
+		if j < len(s) && s[j] >= 0x30 && s[j] <= 0x7e {
+			j++
+		}
+		return j
+	case c >= 0x30 && c <= 0x7e:
+		return j + 1
+	}
+	return j
+}
+
+// skipCSI returns the offset after a control sequence's parameters,
+// intermediates and final byte starting at s[j].
+func skipCSI(s string, j int) int {
+	for j < len(s) && s[j] >= 0x30 && s[j] <= 0x3f {
+		j++
+	}
+	for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
+		j++
+	}
+	if j < len(s) && s[j] >= 0x40 && s[j] <= 0x7e {
+		j++
+	}
+	return j
+}
+
+// skipString returns the offset after a control string's body starting at
+// s[j] and its terminator (BEL, ESC \ or the C1 ST); if the string is not
+// terminated within 4 KiB of printable bytes, it returns fallback.
+func skipString(s string, j, fallback int) int {
+	for k := j; k < len(s) && k-j < 4096; k++ {
+		switch c := s[k]; {
+		case c == 0x07:
+			return k + 1
+		case c == 0x1b:
+			if k+1 < len(s) && s[k+1] == '\\' {
+				return k + 2
+			}
+			return fallback
+		case c == 0xc2 && k+1 < len(s) && s[k+1] == 0x9c:
+			return k + 2
+		case c < 0x20 || c == 0x7f:
+			return fallback
+		}
+	}
+	return fallback
+}
+
+// at returns the original span of view byte i.
+func (v *view) at(i int) (int, int) {
+	if v.segs == nil {
+		return i, i + 1
+	}
+	k := sort.Search(len(v.segs), func(k int) bool { return int(v.segs[k].v) > i }) - 1
+	sg := v.segs[k]
+	if sg.olen < 0 {
+		o := int(sg.o) + i - int(sg.v)
+		return o, o + 1
+	}
+	return int(sg.o), int(sg.o + sg.olen)
+}
+
+// span returns the original span of the view bytes [i, j) (j > i).
+func (v *view) span(i, j int) (int, int) {
+	s, _ := v.at(i)
+	_, e := v.at(j - 1)
+	return s, e
+}
+
+// hiddenIn returns the hiding characters whose original offset lies in
+// [i, j).
+func (v *view) hiddenIn(i, j int) []hiddenRune {
+	if len(v.hidden) == 0 {
+		return nil
+	}
+	lo := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= i })
+	hi := lo
+	for hi < len(v.hidden) && int(v.hidden[hi].off) < j {
+		hi++
+	}
+	return v.hidden[lo:hi]
+}
+
+// excerptMax is the longest excerpt, in characters.
+const excerptMax = 60
+
+// excerpt quotes s for a finding: whitespace runs become one space,
+// backslash and every control, invisible, unassigned or private-use
+// character is escaped (\u{...}), and a quote longer than excerptMax
+// characters is cut with "...".
+func excerpt(s string) string {
+	var sb strings.Builder
+	n, cut := 0, -1 // characters written; the length at excerptMax-3 characters
+	space := false
+	for _, r := range s {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			space = sb.Len() > 0
+			continue
+		}
+		if space {
+			if n+1 > excerptMax-3 && cut < 0 {
+				cut = sb.Len()
+			}
+			sb.WriteByte(' ')
+			n++
+			space = false
+		}
+		w := 1
+		var esc bool
+		switch {
+		case r == '\\':
+			w = 2
+		case r >= 0x20 && r < 0x7f:
+		case r == utf8.RuneError, r < 0x20, r >= 0x7f && r < 0xa0, invisibleKind(r) != 0,
+			r >= 0xe0000, !unicode.IsGraphic(r), unicode.Is(unicode.Co, r), unicode.IsSpace(r):
+			esc = true
+			w = 4 + len(hex32(uint32(r)))
+		}
+		if n+w > excerptMax-3 && cut < 0 {
+			cut = sb.Len()
+		}
+		switch {
+		case r == '\\':
+			sb.WriteString(`\\`)
+		case esc:
+			sb.WriteString(`\u{`)
+			sb.WriteString(strings.ToUpper(hex32(uint32(r))))
+			sb.WriteByte('}')
+		default:
+			sb.WriteRune(r)
+		}
+		n += w
+		if n > excerptMax {
+			break
+		}
+	}
+	out := sb.String()
+	if n <= excerptMax {
+		return out
+	}
+	return strings.TrimRight(out[:cut], " ") + "..."
+}
+
+func hex32(x uint32) string {
+	const digits = "0123456789abcdef"
+	var b [8]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = digits[x&0xf]
+		x >>= 4
+		if x == 0 {
+			break
+		}
+	}
+	return string(b[i:])
+}

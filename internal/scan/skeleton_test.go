@@ -1,0 +1,60 @@
+package scan
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestSkeleton(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"read_file", "read_file"},
+		{"Read_File", "read_file"},
+		{"read_file ", "read_file"},
+		{"\tread_file", "read_file"},
+		{"read\u200b_file", "read_file"},
+		{"read_file\u2060", "read_file"},
+		{"rеad_file", "read_file"}, // Cyrillic е
+		{"ｒｅａｄ_ｆｉｌｅ", "read_file"}, // fullwidth
+		{"réad_file", "read_file"},
+		{"read_fi\u0301le", "read_file"},
+		{"\u202eread_file", "read_file"},
+		{"read_file" + tagged("x"), "read_filex"},
+		{"ΤΟΚΕΝ", "token"},
+	} {
+		if got := Skeleton(tc.a); got != tc.b {
+			t.Errorf("Skeleton(%q) = %q, want %q", tc.a, got, tc.b)
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"read_file", "read_files"},
+		{"tool1", "tooll"}, // ASCII other than letters is kept
+		{"search", "research"},
+		{"検索", "検査"},
+	} {
+		if Skeleton(tc.a) == Skeleton(tc.b) {
+			t.Errorf("Skeleton(%q) == Skeleton(%q) = %q", tc.a, tc.b, Skeleton(tc.a))
+		}
+	}
+}
+
+func TestNameLookalike(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"read_file", nil},
+		{"get-weather.v2", nil},
+		{"検索ツール", nil},
+		{"read_file ", []string{"leading or trailing white space"}},
+		{"read\u200bfile", []string{"invisible characters"}},
+		{"read\u202efile", []string{"bidirectional controls"}},
+		{"read" + tagged("x"), []string{"tag characters"}},
+		{"rеad_file", []string{"confusable non-ASCII letters", "mixed scripts"}},
+		{"ｒｅａｄ", []string{"compatibility or accented forms of ASCII letters"}},
+		{"read\x00", []string{"control characters"}},
+	} {
+		if got := NameLookalike(tc.name); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("NameLookalike(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -35,10 +35,12 @@ type catalog struct {
 	// empties it.
 	gen       uint64
 	decisions map[string]policy.Decision
-	// findings, when set, scans a listed definition (scanStage.toolFindings):
-	// its findings become the policy's tool.findings. Set once, before
-	// the catalog is used.
-	findings func(mcp.Tool) []policy.Finding
+	// findings, when set, scans a listed definition (scanStage.toolFindings)
+	// with the findings about its name in its listing (names, from
+	// scanStage.nameFindings): they become the policy's tool.findings. Set
+	// once, before the catalog is used.
+	findings func(t mcp.Tool, name []policy.Finding) []policy.Finding
+	names    func(tools []mcp.Tool) map[string][]policy.Finding
 }
 
 // maxDecisions bounds the decision cache (one entry per tool name).
@@ -48,13 +50,23 @@ func newCatalog() *catalog {
 	return &catalog{tools: map[string]mcp.Tool{}, facts: map[string]*toolFacts{}, props: map[string]map[string]string{}, decisions: map[string]policy.Decision{}}
 }
 
-// newFacts is newToolFacts(t) with the definition's scan findings.
-func (c *catalog) newFacts(t mcp.Tool) *toolFacts {
+// newFacts is newToolFacts(t) with the definition's scan findings; names
+// are the name findings of t's listing (nameFindings).
+func (c *catalog) newFacts(t mcp.Tool, names map[string][]policy.Finding) *toolFacts {
 	var fs []policy.Finding
 	if c.findings != nil {
-		fs = c.findings(t)
+		fs = c.findings(t, names[t.Name])
 	}
 	return newToolFacts(t, fs)
+}
+
+// nameFindings are the findings about the names of one listing (lookalike
+// names, collisions), nil without a scanner.
+func (c *catalog) nameFindings(tools []mcp.Tool) map[string][]policy.Finding {
+	if c.names == nil {
+		return nil
+	}
+	return c.names(tools)
 }
 
 // changed records a change of the catalog (c.mu held for writing): cached
@@ -195,8 +207,9 @@ func (c *catalog) upsert(tools []mcp.Tool) {
 	dup := listedTwice(tools)
 	tools = withoutNames(tools, dup)
 	facts := make([]*toolFacts, len(tools))
+	names := c.nameFindings(tools)
 	for i, t := range tools {
-		facts[i] = c.newFacts(t)
+		facts[i] = c.newFacts(t, names)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -241,9 +254,10 @@ func (c *catalog) replace(tools []mcp.Tool) {
 	m := make(map[string]mcp.Tool, len(tools))
 	facts := make(map[string]*toolFacts, len(tools))
 	props := make(map[string]map[string]string, len(tools))
+	names := c.nameFindings(tools)
 	for _, t := range tools {
 		m[t.Name] = t
-		facts[t.Name] = c.newFacts(t)
+		facts[t.Name] = c.newFacts(t, names)
 		props[t.Name] = schemaProps(t.InputSchema)
 	}
 	c.mu.Lock()

@@ -133,7 +133,7 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*
 		if sess != nil {
 			sess.scan = sc
 			if sc.settings.Tools {
-				cat.findings = sc.toolFindings
+				cat.findings, cat.names = sc.toolFindings, sc.nameFindings
 			}
 		}
 	}

@@ -316,3 +316,45 @@ rules:
 		t.Errorf("scan_result %s", res)
 	}
 }
+
+// TestLookalikeToolNames: a listed tool whose name imitates a name the
+// policy gives (a Cyrillic е) is decided by that name's rule and flagged
+// (poisoning-lookalike-policy-name); two listed tools whose names look the
+// same are both flagged (poisoning-name-collision); a clean name is not.
+func TestLookalikeToolNames(t *testing.T) {
+	pol, err := policy.Parse("t.yaml", []byte(`name: t
+version: "1"
+rules:
+  - id: no_delete
+    tools: ["delete_repo"]
+    action: deny
+    reason: no deletes
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, Config{Policy: pol, Scanner: testScanner(t)})
+	list := `{"tools":[{"name":"d\u0435lete_repo","inputSchema":{"type":"object"}},{"name":"list","inputSchema":{"type":"object"}},{"name":"LIST","inputSchema":{"type":"object"}},{"name":"read","inputSchema":{"type":"object"}}]}`
+	tools, _ := parseToolsPage([]byte(list))
+	r.sess.catalog.replace(tools)
+	want := map[string][]string{
+		"d\u0435lete_repo": {RuleLookalikeName, RuleLookalikePolicyName},
+		"list":             {RuleNameCollision},
+		"LIST":             {RuleNameCollision},
+		"read":             nil,
+	}
+	for name, rules := range want {
+		_, f, _, _, _ := r.sess.catalog.lookupGen(name)
+		var got []string
+		for _, x := range f.tool.Findings {
+			got = append(got, x.Rule)
+		}
+		if strings.Join(got, ",") != strings.Join(rules, ",") {
+			t.Errorf("%q: findings %v, want %v", name, got, rules)
+		}
+	}
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"d\u0435lete_repo","arguments":{}}}`)
+	if got := r.recv(); !strings.Contains(got, "no_delete") {
+		t.Errorf("call to the lookalike: client got %s, want the no_delete denial", got)
+	}
+}

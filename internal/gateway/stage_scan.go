@@ -386,12 +386,18 @@ const maxToolScans = 4096
 // tool.findings. A definition is scanned and flagged (a warning and a
 // gatehouse.scan.v1 event with method tools/list) once per session; later
 // listings of the same definition reuse the result.
-func (s *scanStage) toolFindings(t mcp.Tool) []policy.Finding {
+//
+// names are the findings about t's name in its listing (nameFindings);
+// they are part of the result and of the flag.
+func (s *scanStage) toolFindings(t mcp.Tool, names []policy.Finding) []policy.Finding {
 	def, err := json.Marshal(t)
 	if err != nil {
 		return nil
 	}
 	key := string(def)
+	for _, f := range names {
+		key += "\x00" + f.Rule
+	}
 	s.toolMu.Lock()
 	fs, ok := s.toolScans[key]
 	s.toolMu.Unlock()
@@ -399,6 +405,14 @@ func (s *scanStage) toolFindings(t mcp.Tool) []policy.Finding {
 		return fs
 	}
 	o := &scanOutcome{prefix: "/tools/" + t.Name, result: &evidence.ScanResult{Status: evidence.ScanPass}, view: &policy.ScanView{Status: evidence.ScanPass}}
+	for _, f := range names {
+		if s.settings.Suppressed(f, t.Name, s.session.info.ServerID) {
+			continue
+		}
+		fs = append(fs, f)
+		o.result.Findings = append(o.result.Findings, evidence.ScanFinding{Rule: f.Rule, Class: f.Class,
+			Confidence: f.Confidence, Path: f.Path, Action: string(policy.ActionMonitor)})
+	}
 	rep, err := inspect.InspectTool(s.scanner, def)
 	if err != nil {
 		s.session.log.Warn("tools/list: tool definition not scanned", "tool", t.Name, "err", err)
@@ -427,6 +441,63 @@ func (s *scanStage) toolFindings(t mcp.Tool) []policy.Finding {
 	s.toolScans[key] = fs
 	s.toolMu.Unlock()
 	return fs
+}
+
+// Rules of the findings about tool names (nameFindings).
+const (
+	// RuleLookalikeName: the name holds invisible, bidirectional, tag or
+	// control characters, lookalike letters, mixed scripts or outer white
+	// space (scan.NameLookalike).
+	RuleLookalikeName = "poisoning-lookalike-name"
+	// RuleNameCollision: another tool of the listing has the same
+	// skeleton (scan.Skeleton) under another name.
+	RuleNameCollision = "poisoning-name-collision"
+	// RuleLookalikePolicyName: the name is not a name the policy gives but
+	// has its skeleton: it imitates a tool the policy decides on.
+	RuleLookalikePolicyName = "poisoning-lookalike-policy-name"
+)
+
+// nameFindings returns, per tool name of one listing, the findings about
+// the name (path /name, class tool_poisoning): a lookalike name (high,
+// medium for outer white space only), a collision of skeletons with
+// another listed tool (high), a lookalike of a name the policy's rules
+// give (high). Policy rules decide a lookalike as the tool it imitates
+// (policy.rule.matchTool); these findings let a rule block it outright.
+func (s *scanStage) nameFindings(tools []mcp.Tool) map[string][]policy.Finding {
+	out := map[string][]policy.Finding{}
+	add := func(name, rule, conf string) {
+		out[name] = append(out[name], policy.Finding{Rule: rule, Class: string(scan.ClassPoisoning), Confidence: conf, Path: "/name"})
+	}
+	bySkeleton := map[string][]string{}
+	for _, t := range tools {
+		if reasons := scan.NameLookalike(t.Name); len(reasons) > 0 {
+			conf := string(scan.High)
+			if len(reasons) == 1 && reasons[0] == "leading or trailing white space" {
+				conf = string(scan.Medium)
+			}
+			add(t.Name, RuleLookalikeName, conf)
+		}
+		sk := scan.Skeleton(t.Name)
+		if !slices.Contains(bySkeleton[sk], t.Name) {
+			bySkeleton[sk] = append(bySkeleton[sk], t.Name)
+		}
+	}
+	for _, names := range bySkeleton {
+		if len(names) > 1 {
+			for _, n := range names {
+				add(n, RuleNameCollision, string(scan.High))
+			}
+		}
+	}
+	for _, lit := range s.policy.ToolNames() {
+		sk := scan.Skeleton(lit)
+		for _, n := range bySkeleton[sk] {
+			if n != lit {
+				add(n, RuleLookalikePolicyName, string(scan.High))
+			}
+		}
+	}
+	return out
 }
 
 // findingClasses lists the classes of fs, in order of first appearance.

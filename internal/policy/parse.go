@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 )
 
 // Error is one problem found while loading a policy file. [Parse] and [Load]
@@ -475,6 +477,11 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 		if e, has := f["tools"]; has {
 			if r.tools = p.tools(e, label); r.tools == nil {
 				ok = false
+			}
+			for _, g := range r.tools {
+				if sg, err := compileGlob(scan.Skeleton(g.pattern)); err == nil && sg.pattern != "" {
+					r.toolSkeletons = append(r.toolSkeletons, sg)
+				}
 			}
 		}
 

@@ -18,6 +18,7 @@
 package policy
 
 import (
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 	"github.com/google/cel-go/cel"
 	"regexp"
 	"strings"
@@ -380,14 +381,17 @@ func (p *Policy) DependsOnlyOnTool() bool { return !p.usesArguments && !p.perCal
 
 // rule is one compiled rule.
 type rule struct {
-	id     string
-	line   int
-	tools  []glob      // nil: every tool
-	prg    cel.Program // nil: no condition
-	loops  bool        // prg has comprehensions: evaluate under evalBudget
-	action Action
-	reason string
-	mode   Mode
+	id    string
+	line  int
+	tools []glob // nil: every tool
+	// toolSkeletons are the patterns' skeletons (scan.Skeleton of each),
+	// matched against a called name's skeleton.
+	toolSkeletons []glob
+	prg           cel.Program // nil: no condition
+	loops         bool        // prg has comprehensions: evaluate under evalBudget
+	action        Action
+	reason        string
+	mode          Mode
 	// condErr is the fixed reason used when the condition fails.
 	condErr string
 	// src is the condition's source text, "" when none.
@@ -554,7 +558,13 @@ func (p *Policy) EvaluateReceipt(in *Input) (d Decision, matched bool) {
 	return p.evaluate(in, phaseReceipt)
 }
 
-// matchTool reports whether the rule's tool patterns select name.
+// matchTool reports whether the rule's tool patterns select name: a
+// pattern matches the name itself, or the name's lookalike skeleton
+// (scan.Skeleton: invisible characters removed, homoglyphs folded to
+// ASCII, lowercased, trimmed) matches the pattern's, so that a lookalike
+// of a tool a rule names ("dеlete_repo" with a Cyrillic е, "Delete_Repo",
+// "delete_repo ") is decided as that tool (docs/scanning.md, "Lookalike
+// tool names").
 func (r *rule) matchTool(name string) bool {
 	if r.tools == nil {
 		return true
@@ -564,5 +574,44 @@ func (r *rule) matchTool(name string) bool {
 			return true
 		}
 	}
+	sk := skeletonOf(name)
+	if sk == name {
+		return false
+	}
+	for _, g := range r.toolSkeletons {
+		if g.match(sk) {
+			return true
+		}
+	}
 	return false
+}
+
+// skeletonOf is scan.Skeleton(name), computed only for a name that is
+// not plainly its own skeleton (lowercase ASCII letters, digits, '_',
+// '-', '.', '/').
+func skeletonOf(name string) string {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/') {
+			return scan.Skeleton(name)
+		}
+	}
+	return name
+}
+
+// ToolNames returns the tool names the rules' patterns give literally
+// (patterns without wildcards), in rule order, without repeats: the names
+// whose lookalikes a listing is checked for.
+func (p *Policy) ToolNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range p.rules {
+		for _, g := range r.tools {
+			if g.kind == globLiteral && !seen[g.pattern] {
+				seen[g.pattern] = true
+				out = append(out, g.pattern)
+			}
+		}
+	}
+	return out
 }

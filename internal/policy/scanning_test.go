@@ -161,3 +161,40 @@ rules:
 		}
 	}
 }
+
+// TestLookalikeToolNames: a rule that names a tool also decides its
+// lookalikes (homoglyphs, invisible characters, case and white-space
+// variants), so that a server cannot slip a tool past a deny rule by
+// renaming it; other names are unaffected.
+func TestLookalikeToolNames(t *testing.T) {
+	p := mustParse(t, `name: p
+version: "1"
+rules:
+  - id: no_delete
+    tools: ["delete_repo", "Drop*"]
+    action: deny
+    reason: no deletes
+`)
+	for _, c := range []struct {
+		name string
+		want string
+	}{
+		{"delete_repo", "no_delete"},
+		{"d\u0435lete_repo", "no_delete"},  // Cyrillic е
+		{"delete\u200b_repo", "no_delete"}, // zero-width space
+		{"Delete_Repo", "no_delete"},       // case
+		{"delete_repo ", "no_delete"},      // trailing space
+		{"delete_rep\u043e", "no_delete"},  // Cyrillic о
+		{"dr\u043ep_table", "no_delete"},   // lookalike of a pattern with a wildcard
+		{"delete_repos", "default"},        // another name
+		{"de1ete_repo", "default"},         // digits are not letters
+		{"list_repos", "default"},
+	} {
+		if d := p.Evaluate(&Input{Tool: Tool{Name: c.name}}); d.Rule != c.want {
+			t.Errorf("%q: rule %s, want %s", c.name, d.Rule, c.want)
+		}
+	}
+	if got := p.ToolNames(); len(got) != 1 || got[0] != "delete_repo" {
+		t.Errorf("ToolNames = %q, want [delete_repo]", got)
+	}
+}

@@ -4,7 +4,8 @@
 #
 #   mcp-inspector-cli  ->  gatehouse wrap (readonly_agent policy)  ->  mcp-server-filesystem
 #
-# It lists the tools, reads a file (allowed), tries to write one (denied by
+# It lists the tools, reads a file (allowed), reads one holding a token
+# (redacted by the built-in scanning), tries to write one (denied by
 # examples/policies/readonly-agent.yaml), shows that the file was not
 # created, prints the decision log as a table, then shows the evidence in the
 # audit ledger (an embedded SQLite file in a temporary state directory):
@@ -41,6 +42,11 @@ mkdir "$tmp/data"
 # your own state directory.
 export XDG_STATE_HOME="$tmp/state"
 printf 'Hello from behind the gatehouse.\n' >"$tmp/data/hello.txt"
+# A synthetic GitHub token (format-valid, checksummed, not a real one) in a
+# file the server will read: the gateway's scanner redacts it on the way
+# back.
+planted=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
+printf 'DEPLOY_USER=ci\nGITHUB_TOKEN=%s\n' "$planted" >"$tmp/data/deploy.env"
 
 server="${GATEHOUSE_NPM_DIR:-$root/.cache/npm}/node_modules/.bin/mcp-server-filesystem"
 policy="${DEMO_POLICY:-$root/examples/policies/readonly-agent.yaml}"
@@ -73,6 +79,15 @@ client --method tools/call --tool-name read_text_file --tool-arg "path=$tmp/data
 cat "$tmp/out"; echo
 grep -q 'Hello from behind the gatehouse.' "$tmp/out" || fail "the read did not return the file content"
 
+step "read_text_file deploy.env (holds a GitHub token: the result is redacted)"
+client --method tools/call --tool-name read_text_file --tool-arg "path=$tmp/data/deploy.env" ||
+	{ cat "$tmp/err"; fail "the read was refused"; }
+cat "$tmp/out"; echo
+grep -q "$planted" "$tmp/out" && fail "the token reached the client"
+grep -q 'REDACTED_SECRET' "$tmp/out" || fail "the result was not redacted"
+grep -q 'DEPLOY_USER=ci' "$tmp/out" || fail "the rest of the file did not come through"
+echo "-> the token was replaced by [REDACTED_SECRET]; every other byte came through"
+
 step "write_file pwned.txt (writing tool, role readonly_agent: denied)"
 rc=0
 client --method tools/call --tool-name write_file --tool-arg "path=$tmp/data/pwned.txt" --tool-arg "content=pwned" || rc=$?
@@ -96,6 +111,8 @@ ls -l "$tmp/data"
 step "Decision log ($tmp/decisions.jsonl)"
 "$tmp/logview" -expect read_text_file=allow -expect write_file=deny "$tmp/decisions.jsonl" ||
 	fail "the decision log does not hold the expected decisions"
+grep -q "$planted" "$tmp/decisions.jsonl" && fail "the decision log holds the token"
+grep -q '"type":"gatehouse.scan.v1"' "$tmp/decisions.jsonl" || fail "the redaction is not in the decision log"
 
 step "Audit ledger ($XDG_STATE_HOME/gatehouse/ledger.db)"
 gh="$root/bin/gatehouse"

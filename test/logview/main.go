@@ -40,6 +40,7 @@ const (
 	typeStop     = "gatehouse.session.stop.v1"
 	typeRejected = "gatehouse.frame.rejected.v1"
 	typeRefused  = "gatehouse.tool.refused.v1"
+	typeScanned  = "gatehouse.scan.v1"
 )
 
 // event is the part of a decision-log line that logview shows.
@@ -189,6 +190,31 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 			id = string(d.RPCID)
 		}
 		fmt.Fprintf(w, "%s\trefused\t%s\tNOT FORWARDED\t%s\t%s\t%s\t%s\n", ts, d.Tool, d.ReasonCode, id, d.ToolCallID, d.Reason)
+	case typeScanned:
+		// A message with scan findings: what was found (rule ids and
+		// where, never the value) and what the gateway did with it.
+		var data struct {
+			Method       string          `json:"method"`
+			Action       string          `json:"action"`
+			RPCIDPresent bool            `json:"rpc_id_present"`
+			RPCID        json.RawMessage `json:"rpc_id"`
+			ScanResult   struct {
+				Findings []struct {
+					Rule string `json:"rule"`
+					Path string `json:"path"`
+				} `json:"findings"`
+			} `json:"scan_result"`
+		}
+		_ = json.Unmarshal(raw["data"], &data)
+		id := "-"
+		if data.RPCIDPresent {
+			id = linesafe.Text(string(data.RPCID))
+		}
+		var found []string
+		for _, f := range data.ScanResult.Findings {
+			found = append(found, linesafe.Text(f.Rule)+" at "+linesafe.Text(f.Path))
+		}
+		fmt.Fprintf(w, "%s\tscanned %s\t%s\t%s\tscanning\t%s\t\t%s\n", ts, orDash(linesafe.Text(data.Method)), d.Tool, strings.ToUpper(linesafe.Text(data.Action)), id, strings.Join(found, "; "))
 	case typeStart:
 		fmt.Fprintf(w, "%s\tsession start\t\t\t\t\t\tpolicy %s\n", ts, orDash(d.PolicyName))
 	case typeStop:

@@ -29,10 +29,11 @@ import (
 )
 
 // defaultPolicyNotice is the one stderr line printed when wrap runs
-// without --policy: the built-in default allows every call, and the line
-// says where the decisions are recorded (ledgerOn: the audit ledger;
-// decisionLog: the --decision-log path, "" for none), or that they are not.
-func defaultPolicyNotice(ledgerOn bool, decisionLog string) string {
+// without --policy: the built-in default allows every call and (unless
+// noScan) redacts high-confidence secrets, and the line says where the
+// decisions are recorded (ledgerOn: the audit ledger; decisionLog: the
+// --decision-log path, "" for none), or that they are not.
+func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan bool) string {
 	var where []string
 	if ledgerOn {
 		where = append(where, "the audit ledger")
@@ -44,7 +45,11 @@ func defaultPolicyNotice(ledgerOn bool, decisionLog string) string {
 	if len(where) > 0 {
 		recorded = "every decision recorded in " + strings.Join(where, " and ")
 	}
-	return "gatehouse: no --policy given: using the built-in default policy (allow every tool call; " + recorded + ")"
+	scanning := "; high-confidence secrets redacted, other scan findings monitored"
+	if noScan {
+		scanning = "; scanning off (--no-scan)"
+	}
+	return "gatehouse: no --policy given: using the built-in default policy (allow every tool call" + scanning + "; " + recorded + ")"
 }
 
 type wrapFlags struct {
@@ -183,7 +188,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		pol = p
 		warnUnnamedRole(stderr, pol, f.role, f.policyPath)
 	} else {
-		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog))
+		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan))
 	}
 	if f.decisionLog == "" && (f.eventSource != "") {
 		return configError("--event-source needs --decision-log")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
@@ -100,6 +101,20 @@ func (st *callState) dropFrame(c *pipeline.Call) {
 	st.event = decisionlog.Event{ID: st.event.ID}
 }
 
+// argumentScanResult is the call's argument_scan_result: the scan's, nil
+// without a scanner (the records then say no scanner was configured), or
+// not_run for a call decided before the scan stage ran (a deny that
+// stopped the chain).
+func (st *callState) argumentScanResult(scanning bool) *evidence.ScanResult {
+	switch {
+	case st.argScan != nil:
+		return st.argScan.result
+	case scanning:
+		return &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: "the call was decided (" + st.decision.Rule + ") before its arguments were scanned"}
+	}
+	return nil
+}
+
 // stateOf returns the session's state of c; an error for a call made
 // elsewhere (a stage then fails closed).
 func stateOf(c *pipeline.Call) (*callState, error) {
@@ -143,13 +158,13 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*
 	}
 	stages = append(stages,
 		&policyStage{policy: cfg.Policy, catalog: cat, scan: sc},
-		&decisionLogStage{log: cfg.Log, diag: diag, failOpen: failOpen},
+		&decisionLogStage{log: cfg.Log, diag: diag, failOpen: failOpen, scanning: sc != nil},
 	)
 	if cfg.Log != nil && cfg.Receipts != nil {
 		stages = append(stages, receiptsStage{receipts: cfg.Receipts})
 	}
 	if cfg.Evidence != nil {
-		stages = append(stages, evidenceStage{evidence: cfg.Evidence})
+		stages = append(stages, evidenceStage{evidence: cfg.Evidence, scanning: sc != nil})
 	}
 	stages = append(stages, cfg.Stages...)
 	ch, err := pipeline.Compile(stages...)

@@ -32,6 +32,7 @@ type decisionLogStage struct {
 	log      *decisionlog.Log // nil: diagnostics only
 	diag     *slog.Logger
 	failOpen bool
+	scanning bool // the session has a scanner (argument_scan_result)
 }
 
 func (*decisionLogStage) Name() string { return StageDecisionLog }
@@ -48,7 +49,7 @@ func (s *decisionLogStage) Record(_ context.Context, c *pipeline.Call, p pipelin
 		s.diag.Info("tools/call decision", "tool", c.Name, "decision", st.decision.Action, "rule", st.decision.Rule, "tool_call_id", st.toolCallID)
 		return nil
 	}
-	data := toolDecisionData(c, st)
+	data := toolDecisionData(c, st, s.scanning)
 	if st.stage {
 		if ev, err := s.log.Encode(decisionlog.TypeToolDecision, data); err == nil {
 			st.staged, st.eventID = ev.Bytes, ev.ID
@@ -72,7 +73,7 @@ func (s *decisionLogStage) Record(_ context.Context, c *pipeline.Call, p pipelin
 
 // toolDecisionData is the data of c's gatehouse.tool.decision.v1 event.
 // Its rpc_id aliases the frame's id while the call is being decided.
-func toolDecisionData(c *pipeline.Call, st *callState) decisionlog.ToolDecision {
+func toolDecisionData(c *pipeline.Call, st *callState, scanning bool) decisionlog.ToolDecision {
 	d := st.decision
 	data := decisionlog.ToolDecision{
 		Tool:               c.Name,
@@ -98,9 +99,7 @@ func toolDecisionData(c *pipeline.Call, st *callState) decisionlog.ToolDecision 
 	if c.ID.Present() {
 		data.RPCID = json.RawMessage(c.ID.Raw())
 	}
-	if st.argScan != nil {
-		data.ArgumentScanResult = scanJSON(st.argScan.result)
-	}
+	data.ArgumentScanResult = scanJSON(st.argumentScanResult(scanning))
 	if d.Shadow != nil {
 		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
 	}

@@ -18,7 +18,13 @@ import (
 // decision's reports a record that is not durable (the call is then
 // refused and its decision event corrected, finishToolCall); the
 // outcome's reports a withheld response as a *WithheldError.
-type evidenceStage struct{ evidence Evidence }
+//
+// scanning says whether the session has a scanner: a call decided before
+// its arguments were scanned then says so in its argument_scan_result.
+type evidenceStage struct {
+	evidence Evidence
+	scanning bool
+}
 
 func (evidenceStage) Name() string { return StageEvidence }
 
@@ -52,9 +58,7 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		ID: c.ID, Arguments: c.Arguments, Meta: c.Meta, ToolCallID: st.toolCallID, ToolCallIDStrength: st.strength,
 		Decision: st.decision, Forwarded: st.allowed, DecisionEventID: st.eventID, Received: c.Received,
 	}
-	if st.argScan != nil {
-		call.ArgumentScan = st.argScan.result
-	}
+	call.ArgumentScan = st.argumentScanResult(s.scanning)
 	wait := s.evidence.Decided(call)
 	call.Arguments, call.Meta = nil, nil // only valid during Decided
 	st.evCall = call

@@ -430,7 +430,7 @@ func (w *walker) leaf(b []byte, cs, ce int, esc bool, key string, depth int) err
 	if err := w.visit(view(t), key); err != nil {
 		return err
 	}
-	if !scan.SecretLikeKey(key) || L >= maxLayers {
+	if L >= maxLayers || !maybeEncoded(t) || !scan.SecretLikeKey(key) {
 		return nil
 	}
 	if len(t) > w.opts.MaxDecodedBytes {
@@ -531,6 +531,12 @@ func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
 	cs = i + 1
 	hi := false
 	for j := cs; j < len(b); j++ {
+		for j < len(b) && !strSpecial[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			break
+		}
 		c := b[j]
 		switch {
 		case c == '"':
@@ -556,12 +562,21 @@ func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
 			}
 		case c < 0x20:
 			return 0, 0, 0, false, &SyntaxError{Offset: j, What: "control character in a string"}
-		case c >= 0x80:
+		default:
 			hi = true
 		}
 	}
 	return 0, 0, 0, false, &SyntaxError{Offset: i, What: "string cut off"}
 }
+
+// strSpecial marks the bytes stringToken stops at: the quote, the
+// backslash, control characters and non-ASCII bytes.
+var strSpecial = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+	}
+	return t
+}()
 
 func isHex4(h []byte) bool {
 	for _, c := range h {

@@ -226,7 +226,7 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 	}
 	var (
 		typ, mime        string
-		hasMime          bool
+		hasMime, typSeen bool
 		dataS, dataE     int = -1, -1
 		blobS, blobE     int = -1, -1
 		dataEsc, blobEsc bool
@@ -262,10 +262,25 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 			}
 			switch name {
 			case "data":
-				dataS, dataE, dataEsc, deferred = cs, ce, vesc, true
+				// Walked now when the type is known, else after the
+				// members (findings stay in document order when they can).
+				switch {
+				case typSeen && (typ == "image" || typ == "audio"):
+					deferred = true // not scanned
+				case !typSeen:
+					dataS, dataE, dataEsc, deferred = cs, ce, vesc, true
+				}
 			case "blob":
-				blobS, blobE, blobEsc, deferred = cs, ce, vesc, true
+				deferred = true
+				if hasMime {
+					if err := w.blob(b, cs, ce, vesc, mime, true); err != nil {
+						return i, err
+					}
+				} else {
+					blobS, blobE, blobEsc = cs, ce, vesc
+				}
 			case "type":
+				typSeen = true
 				if !vesc {
 					typ = view(b[cs:ce])
 				} else if s, err := decodeString(nil, b[cs:ce]); err == nil {

@@ -297,8 +297,22 @@ func (r *Report) Redact(doc []byte, sel func(Finding) bool) (out []byte, recs []
 			}
 		}
 	}
-	for _, ss := range selected {
+	// The selected locs sorted by their leaf's offset: a visit finds its
+	// spans by binary search (no hashing of every text's loc).
+	selLocs := make([]loc, 0, len(selected))
+	for l, ss := range selected {
 		slices.SortStableFunc(ss, func(a, b span) int { return int(a.start - b.start) })
+		selLocs = append(selLocs, l)
+	}
+	slices.SortFunc(selLocs, func(a, b loc) int { return a.start - b.start })
+	lookup := func(l loc) []span {
+		k, _ := slices.BinarySearchFunc(selLocs, l.start, func(x loc, s int) int { return x.start - s })
+		for ; k < len(selLocs) && selLocs[k].start == l.start; k++ {
+			if selLocs[k] == l {
+				return selected[l]
+			}
+		}
+		return nil
 	}
 	m.build()
 	var (
@@ -309,7 +323,7 @@ func (r *Report) Redact(doc []byte, sel func(Finding) bool) (out []byte, recs []
 		if w.cur.name {
 			return nil
 		}
-		sel := selected[w.cur]
+		sel := lookup(w.cur)
 		// sel is sorted by start; maxEnd[k] is the furthest end of
 		// sel[:k+1]: an occurrence [s, e) overlaps a selected span when
 		// one starting before e ends after s.

@@ -12,6 +12,10 @@
 // Redact rewrites the document's bytes: only the matched spans change,
 // every other byte stays as it was, the same value is redacted everywhere
 // it occurs in the document, and the result is still valid JSON.
+//
+// InspectTool scans a tools/list entry for poisoning, NameCollisions
+// finds lookalike tool names in one listing, and CheckSchema validates a
+// redacted structuredContent against the tool's outputSchema.
 package inspect
 
 import (

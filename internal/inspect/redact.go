@@ -9,10 +9,14 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 )
 
-// The replacements, by class.
+// The replacements, by class (Replacement).
 const (
-	ReplacementSecret    = "[REDACTED_SECRET]"
-	ReplacementPII       = "[REDACTED_PII]"
+	// ReplacementSecret replaces a scan.ClassSecret value.
+	ReplacementSecret = "[REDACTED_SECRET]"
+	// ReplacementPII replaces a scan.ClassPII value.
+	ReplacementPII = "[REDACTED_PII]"
+	// ReplacementInjection replaces a prompt-injection or poisoning
+	// phrase, and a value of any other class.
 	ReplacementInjection = "[REDACTED_INJECTION]"
 )
 

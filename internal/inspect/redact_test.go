@@ -241,3 +241,34 @@ func TestRedactMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactFromNamesAndTruncated(t *testing.T) {
+	sc := testScanner(t)
+	// A secret member name is not rewritten; its value elsewhere is.
+	in := []byte(`{"SECRET-ABCD1234":"x","b":"key SECRET-ABCD1234"}`)
+	r, err := Inspect(sc, in, Options{ScanNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, recs, err := r.Redact(in, func(f Finding) bool { return f.Path == "/SECRET-ABCD1234" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"SECRET-ABCD1234":"x","b":"key [REDACTED_SECRET]"}`; string(out) != want {
+		t.Errorf("out %s\nwant %s", out, want)
+	}
+	if len(recs) != 1 || recs[0].Method != "consistent" || recs[0].Field != "/b" {
+		t.Errorf("records %+v", recs)
+	}
+	// A truncated report: later occurrences of what was found are
+	// redacted too, the walk goes on to the end.
+	in = []byte(`["SECRET-AAAAAAAA","SECRET-BBBBBBBB","x SECRET-AAAAAAAA"]`)
+	r, err = Inspect(sc, in, Options{MaxFindings: 1})
+	if err != nil || !r.Truncated {
+		t.Fatalf("%v, truncated %v", err, r.Truncated)
+	}
+	out, _, err = r.Redact(in, nil)
+	if want := `["[REDACTED_SECRET]","SECRET-BBBBBBBB","x [REDACTED_SECRET]"]`; err != nil || string(out) != want {
+		t.Errorf("truncated: %s, %v; want %s", out, err, want)
+	}
+}

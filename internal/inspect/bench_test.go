@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 )
 
 // toolsCallResult builds a tools/call response of about size bytes:
@@ -78,7 +80,12 @@ func peak(b *testing.B, size int, before runtime.MemStats) {
 }
 
 func benchInspect(b *testing.B, size int, redact bool) {
-	sc := benchScanner(b)
+	benchWith(b, benchScanner(b), size, redact)
+}
+
+// benchWith measures Inspect (and Redact) of a tools/call result of size
+// bytes with sc.
+func benchWith(b *testing.B, sc *scan.Scanner, size int, redact bool) {
 	doc := toolsCallResult(size)
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
@@ -105,3 +112,17 @@ func BenchmarkInspect4KiB(b *testing.B)       { benchInspect(b, 4<<10, false) }
 func BenchmarkInspect1MiB(b *testing.B)       { benchInspect(b, 1<<20, false) }
 func BenchmarkInspectRedact4KiB(b *testing.B) { benchInspect(b, 4<<10, true) }
 func BenchmarkInspectRedact1MiB(b *testing.B) { benchInspect(b, 1<<20, true) }
+
+// builtinScanner is every built-in family (the real rules once they
+// land; placeholders before).
+func builtinScanner(b *testing.B) *scan.Scanner {
+	sc, err := scan.New(scan.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sc
+}
+
+func BenchmarkInspectBuiltin4KiB(b *testing.B)       { benchWith(b, builtinScanner(b), 4<<10, false) }
+func BenchmarkInspectBuiltin1MiB(b *testing.B)       { benchWith(b, builtinScanner(b), 1<<20, false) }
+func BenchmarkInspectRedactBuiltin1MiB(b *testing.B) { benchWith(b, builtinScanner(b), 1<<20, true) }

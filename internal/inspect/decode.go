@@ -152,3 +152,25 @@ func textualMIME(m string) bool {
 	}
 	return false
 }
+
+// maybeEncoded is decodeValue's cheap precheck: at least minEncoded bytes,
+// every one of the base64, base64url, hex or percent-encoding alphabets.
+func maybeEncoded(t []byte) bool {
+	if len(t) < minEncoded {
+		return false
+	}
+	for _, c := range t {
+		if !encodedByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var encodedByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+			c == '+' || c == '/' || c == '=' || c == '-' || c == '_' || c == '%' || c == '.' || c == '~'
+	}
+	return t
+}()

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
@@ -30,8 +31,10 @@ func (d reDetector) Scan(in scan.Input, emit func(scan.Finding)) {
 // character (to test spans that cut a character or an escape).
 type halfDetector struct{}
 
+var cutRE = regexp.MustCompile(`CUT:`)
+
 func (halfDetector) Scan(in scan.Input, emit func(scan.Finding)) {
-	for _, m := range regexp.MustCompile(`CUT:`).FindAllStringIndex(in.Text, -1) {
+	for _, m := range cutRE.FindAllStringIndex(in.Text, -1) {
 		if m[1] < len(in.Text) {
 			emit(scan.Finding{Rule: "test-cut", Class: scan.ClassSecret, Confidence: scan.High, Start: m[0], End: m[1] + 1})
 		}
@@ -56,6 +59,31 @@ func testDetectors() []scan.Detector {
 func testScanner(t testing.TB) *scan.Scanner {
 	t.Helper()
 	sc, err := scan.New(scan.Options{NoSecrets: true, NoPII: true, NoInjection: true, Detectors: testDetectors()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// indexDetector reports every "SECRET-" and the 8 bytes after it, as
+// cheaply as a keyword prefilter: the benchmarks measure the walk, not a
+// detector.
+type indexDetector struct{}
+
+func (indexDetector) Scan(in scan.Input, emit func(scan.Finding)) {
+	t := in.Text
+	for off := 0; ; {
+		k := strings.Index(t[off:], "SECRET-")
+		if k < 0 || off+k+15 > len(t) {
+			return
+		}
+		emit(scan.Finding{Rule: "test-secret", Class: scan.ClassSecret, Confidence: scan.High, Start: off + k, End: off + k + 15})
+		off += k + 15
+	}
+}
+
+func benchScanner(t testing.TB) *scan.Scanner {
+	sc, err := scan.New(scan.Options{NoSecrets: true, NoPII: true, NoInjection: true, Detectors: []scan.Detector{indexDetector{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,17 @@
 // Redact rewrites the document's bytes: only the matched spans change,
 // every other byte stays as it was, the same value is redacted everywhere
 // it occurs in the document, and the result is still valid JSON.
+//
+// InspectTool scans a tools/list entry for poisoning, NameCollisions
+// finds lookalike tool names in one listing, and CheckSchema validates a
+// redacted structuredContent against the tool's outputSchema.
 package inspect
 
 import (
 	"errors"
 	"hash/crc32"
 	"strconv"
+	"sync"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 )
@@ -196,7 +201,8 @@ var errStop = errors.New("inspect: stop")
 func Inspect(sc *scan.Scanner, doc []byte, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
 	r := &Report{opts: opts, size: len(doc), sum: checksum(doc)}
-	w := newWalker(doc, opts)
+	w := getWalker(doc, opts)
+	defer putWalker(w)
 	r.attach(sc, w)
 	if err := w.walk(); err != nil && err != errStop {
 		return nil, err
@@ -209,8 +215,30 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func checksum(doc []byte) uint32 { return crc32.Checksum(doc, castagnoli) }
 
-func newWalker(doc []byte, opts Options) *walker {
-	return &walker{opts: opts, doc: doc, budget: opts.MaxBytes, path: make([]seg, 0, 16)}
+// walkers keeps walkers with their decoding buffers between calls.
+var walkers = sync.Pool{New: func() any { return &walker{path: make([]seg, 0, 16)} }}
+
+// maxPooledBuf is the largest decoding buffer kept in the pool.
+const maxPooledBuf = 4 << 20
+
+func getWalker(doc []byte, opts Options) *walker {
+	w := walkers.Get().(*walker)
+	w.opts, w.doc, w.budget = opts, doc, opts.MaxBytes
+	return w
+}
+
+func putWalker(w *walker) {
+	bufs := w.bufs
+	for i := range bufs {
+		if cap(bufs[i]) > maxPooledBuf {
+			bufs[i] = nil
+		}
+		bufs[i] = bufs[i][:0]
+	}
+	path := w.path[:cap(w.path)]
+	clear(path) // names are views of the document: do not retain it
+	*w = walker{path: path[:0], bufs: bufs}
+	walkers.Put(w)
 }
 
 // attach makes w's visits scan with sc into r.

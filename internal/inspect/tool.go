@@ -18,7 +18,8 @@ import (
 func InspectTool(sc *scan.Scanner, tool []byte) (*Report, error) {
 	opts := Options{Mode: scan.ModeToolDefinition}.withDefaults()
 	r := &Report{opts: opts, size: len(tool), sum: checksum(tool), tool: true}
-	w := newWalker(tool, opts)
+	w := getWalker(tool, opts)
+	defer putWalker(w)
 	r.attach(sc, w)
 	if err := w.tool(); err != nil && err != errStop {
 		return nil, err

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -95,6 +96,17 @@ type walker struct {
 	// bufs[j] holds text j when it had to be decoded; texts[j] is text j.
 	bufs  [maxLayers + 1][]byte
 	texts [maxLayers + 1][]byte
+	// gens[j] changes whenever texts[j] does (a buffer is reused for
+	// another string at the same address).
+	gens [maxLayers + 1]uint64
+	// maps map spans of text j+1 (maps[0]: of text 0) to raw bytes, for
+	// Redact, with a cursor kept while the spans asked for increase.
+	maps [maxLayers + 1]spanMapper
+}
+
+func (w *walker) setText(L int, t []byte) {
+	w.texts[L] = t
+	w.gens[L]++
 }
 
 // view returns b as a string without copying. The string is valid while b
@@ -214,7 +226,7 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 	}
 	var (
 		typ, mime        string
-		hasMime          bool
+		hasMime, typSeen bool
 		dataS, dataE     int = -1, -1
 		blobS, blobE     int = -1, -1
 		dataEsc, blobEsc bool
@@ -250,10 +262,25 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 			}
 			switch name {
 			case "data":
-				dataS, dataE, dataEsc, deferred = cs, ce, vesc, true
+				// Walked now when the type is known, else after the
+				// members (findings stay in document order when they can).
+				switch {
+				case typSeen && (typ == "image" || typ == "audio"):
+					deferred = true // not scanned
+				case !typSeen:
+					dataS, dataE, dataEsc, deferred = cs, ce, vesc, true
+				}
 			case "blob":
-				blobS, blobE, blobEsc, deferred = cs, ce, vesc, true
+				deferred = true
+				if hasMime {
+					if err := w.blob(b, cs, ce, vesc, mime, true); err != nil {
+						return i, err
+					}
+				} else {
+					blobS, blobE, blobEsc = cs, ce, vesc
+				}
 			case "type":
+				typSeen = true
 				if !vesc {
 					typ = view(b[cs:ce])
 				} else if s, err := decodeString(nil, b[cs:ce]); err == nil {
@@ -377,7 +404,7 @@ func (w *walker) scanName(b []byte, ns, ne int, name string) error {
 		return nil
 	}
 	w.setToken(ns, ne, true)
-	w.texts[w.level] = b[ns:ne]
+	w.setText(w.level, b[ns:ne])
 	if err := w.spend(len(name)); err != nil {
 		return err
 	}
@@ -388,15 +415,20 @@ func (w *walker) scanName(b []byte, ns, ne int, name string) error {
 func (w *walker) text(b []byte, cs, ce int, esc bool, L int) ([]byte, error) {
 	raw := b[cs:ce]
 	if !esc {
-		w.texts[L] = raw
+		w.setText(L, raw)
 		return raw, nil
 	}
-	buf, err := decodeString(w.bufs[L][:0], raw)
+	buf := w.bufs[L][:0]
+	if cap(buf) < len(raw) {
+		// Once, at the upper bound: the decoded string is never longer.
+		buf = make([]byte, 0, len(raw))
+	}
+	buf, err := decodeString(buf, raw)
 	if err != nil {
 		return nil, offsetErr(err, cs)
 	}
 	w.bufs[L] = buf
-	w.texts[L] = buf
+	w.setText(L, buf)
 	return buf, nil
 }
 
@@ -425,12 +457,12 @@ func (w *walker) leaf(b []byte, cs, ce int, esc bool, key string, depth int) err
 			return err
 		}
 		w.setToken(cs, ce, false)
-		w.texts[L] = t
+		w.setText(L, t)
 	}
 	if err := w.visit(view(t), key); err != nil {
 		return err
 	}
-	if !scan.SecretLikeKey(key) || L >= maxLayers {
+	if L >= maxLayers || !maybeEncoded(t) || !scan.SecretLikeKey(key) {
 		return nil
 	}
 	if len(t) > w.opts.MaxDecodedBytes {
@@ -449,7 +481,7 @@ func (w *walker) leaf(b []byte, cs, ce int, esc bool, key string, depth int) err
 func (w *walker) visitLayer(L int, ly layer, d []byte, key string) error {
 	w.cur.n = int8(L + 1)
 	w.cur.layers[L] = ly
-	w.texts[L+1] = d
+	w.setText(L+1, d)
 	if err := w.spend(len(d)); err != nil {
 		return err
 	}
@@ -531,6 +563,12 @@ func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
 	cs = i + 1
 	hi := false
 	for j := cs; j < len(b); j++ {
+		for j < len(b) && !strSpecial[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			break
+		}
 		c := b[j]
 		switch {
 		case c == '"':
@@ -556,12 +594,21 @@ func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
 			}
 		case c < 0x20:
 			return 0, 0, 0, false, &SyntaxError{Offset: j, What: "control character in a string"}
-		case c >= 0x80:
+		default:
 			hi = true
 		}
 	}
 	return 0, 0, 0, false, &SyntaxError{Offset: i, What: "string cut off"}
 }
+
+// strSpecial marks the bytes stringToken stops at: the quote, the
+// backslash, control characters and non-ASCII bytes.
+var strSpecial = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+	}
+	return t
+}()
 
 func isHex4(h []byte) bool {
 	for _, c := range h {
@@ -666,24 +713,64 @@ func decodeString(dst, raw []byte) ([]byte, error) {
 // string's content) to the span of raw that covers it: a span that cuts
 // an escape or a character covers all of it.
 func rawSpan(raw []byte, s, e int) (rs, re int) {
-	rs, re = -1, len(raw)
-	d := 0
-	for i := 0; i < len(raw); {
+	var m spanMapper
+	m.reset(raw, 0, 0)
+	return m.span(s, e)
+}
+
+// spanMapper maps spans of the decoded content of raw to raw (rawSpan),
+// in time linear in raw for spans asked in increasing order: a cursor
+// (raw offset i, decoded offset d, at a unit's start) is kept between
+// calls. Without escapes the mapping is the identity widened to whole
+// UTF-8 characters, in constant time.
+type spanMapper struct {
+	raw      []byte
+	gen      uint64
+	base     int
+	esc, set bool
+	i, d     int
+}
+
+// reset makes m map raw, identified by (gen, base), unless it already
+// does.
+func (m *spanMapper) reset(raw []byte, gen uint64, base int) {
+	if m.set && m.gen == gen && m.base == base && len(m.raw) == len(raw) {
+		return
+	}
+	*m = spanMapper{raw: raw, gen: gen, base: base, set: true, esc: bytes.IndexByte(raw, '\\') >= 0}
+}
+
+func (m *spanMapper) span(s, e int) (rs, re int) {
+	raw := m.raw
+	if !m.esc {
+		rs, re = min(s, len(raw)), min(e, len(raw))
+		for rs > 0 && rs < len(raw) && !utf8.RuneStart(raw[rs]) {
+			rs--
+		}
+		for re < len(raw) && !utf8.RuneStart(raw[re]) {
+			re++
+		}
+		return rs, re
+	}
+	if s < m.d {
+		m.i, m.d = 0, 0
+	}
+	i, d := m.i, m.d
+	rs = -1
+	for i < len(raw) {
 		n, r, ok := unit(raw, i)
-		dn := 1
-		if ok {
-			dn = utf8.RuneLen(r)
-			if dn < 0 {
-				dn = 3
-			}
-			if raw[i] != '\\' {
-				dn = n
+		dn := n
+		if raw[i] == '\\' {
+			dn = 1
+			if ok {
+				dn = utf8.RuneLen(r)
 			}
 		}
 		if rs < 0 && d+dn > s {
 			rs = i
+			m.i, m.d = i, d
 		}
-		if d+dn >= e && rs >= 0 {
+		if rs >= 0 && d+dn >= e {
 			return rs, i + n
 		}
 		d += dn
@@ -691,8 +778,9 @@ func rawSpan(raw []byte, s, e int) (rs, re int) {
 	}
 	if rs < 0 {
 		rs = len(raw)
+		m.i, m.d = i, d
 	}
-	return rs, re
+	return rs, len(raw)
 }
 
 // scalar checks the number or literal at b[i] and returns the offset

@@ -13,9 +13,10 @@
 // every other byte stays as it was, the same value is redacted everywhere
 // it occurs in the document, and the result is still valid JSON.
 //
-// InspectTool scans a tools/list entry for poisoning, NameCollisions
-// finds lookalike tool names in one listing, and CheckSchema validates a
-// redacted structuredContent against the tool's outputSchema.
+// InspectTool scans a tools/list entry for poisoning, and CheckSchema
+// validates a redacted structuredContent against the tool's outputSchema.
+// Lookalike tool names across a listing are the gateway's
+// (scanStage.nameFindings, in linear time over the listing).
 package inspect
 
 import (

@@ -160,11 +160,11 @@ type Variant struct {
 	// NoScan passes --no-scan: no inspection of arguments, responses and
 	// tool definitions (docs/scanning.md).
 	NoScan bool
-	// ArgBytes, when > 0, replaces the standard arguments object with
-	// TextArgs(ArgBytes): benign mixed text (prose, code, log lines, ids
-	// and digests) that the scanners have to read through, echoed back as
-	// a result of the same size.
-	ArgBytes int
+	// ResultBytes, when > 0, makes the server's result carry
+	// ResultBytes of benign mixed text (BenignText: prose, code, log
+	// lines, ids and digests) that the scanners have to read through
+	// (fakeserver --result-text); the arguments stay small.
+	ResultBytes int
 	// Exe, when set, is run instead of the gatehouse binary (with the same
 	// arguments), and Env is added to its environment: the profiling mode
 	// of gatehouse-bench uses them.
@@ -204,10 +204,13 @@ const ScanBytes = 4096
 // "scan"): the direct pipe and gw-noledger with and without --no-scan,
 // each with ScanBytes of benign text in the arguments and the result.
 var ScanVariants = []Variant{
-	{Name: "direct-4k", ArgBytes: ScanBytes},
-	{Name: "gw-scan-4k", Gateway: true, Policy: true, Log: true, NoLedger: true, ArgBytes: ScanBytes},
-	{Name: "gw-noscan-4k", Gateway: true, Policy: true, Log: true, NoLedger: true, NoScan: true, ArgBytes: ScanBytes},
+	{Name: "direct-4k", ResultBytes: ScanBytes},
+	{Name: "gw-scan-4k", Gateway: true, Policy: true, Log: true, NoLedger: true, ResultBytes: ScanBytes},
+	{Name: "gw-noscan-4k", Gateway: true, Policy: true, Log: true, NoLedger: true, NoScan: true, ResultBytes: ScanBytes},
 }
+
+// scanArgs are the small arguments of the scanning comparison's calls.
+var scanArgs = []byte(`{"query":"quarterly report"}`)
 
 // Features are the variants of the features on/off comparison, direct first.
 var Features = []Variant{Direct, Gateway, GatewayNoLedger, GatewayNoLog, GatewayDefault, GatewayBare, GatewayNoScan}
@@ -276,8 +279,19 @@ func Start(v Variant) (*Proc, error) {
 		return nil, err
 	}
 	server := []string{bins.FakeServer, "--echo-fast"}
-	argv := server
 	p := &Proc{Variant: v, stderr: &capBuffer{max: 64 << 10}}
+	if v.ResultBytes > 0 {
+		p.dir, err = os.MkdirTemp("", "gatehouse-bench-state-")
+		if err != nil {
+			return nil, err
+		}
+		text := filepath.Join(p.dir, "result.txt")
+		if err := os.WriteFile(text, BenignText(v.ResultBytes), 0o600); err != nil {
+			return nil, err
+		}
+		server = append(server, "--result-text", text)
+	}
+	argv := server
 	if v.NullRelay {
 		mode := "relay"
 		if v.RawRelay {
@@ -296,9 +310,11 @@ func Start(v Variant) (*Proc, error) {
 		if v.Policy {
 			argv = append(argv, "--policy", filepath.Join(bins.Root, PolicyFile), "--role", Role)
 		}
-		p.dir, err = os.MkdirTemp("", "gatehouse-bench-state-")
-		if err != nil {
-			return nil, err
+		if p.dir == "" {
+			p.dir, err = os.MkdirTemp("", "gatehouse-bench-state-")
+			if err != nil {
+				return nil, err
+			}
 		}
 		p.env = append(p.env, "XDG_STATE_HOME="+p.dir)
 		if v.Log {
@@ -333,8 +349,8 @@ func Start(v Variant) (*Proc, error) {
 	}
 	p.Pid = p.cmd.Process.Pid
 	p.Client = NewClient(p.stdin, stdout)
-	if v.ArgBytes > 0 {
-		p.Client.SetArgs(TextArgs(v.ArgBytes))
+	if v.ResultBytes > 0 {
+		p.Client.SetArgs(scanArgs)
 	}
 	if err := p.Client.Handshake(); err != nil {
 		p.Close()
@@ -435,7 +451,7 @@ func Args(n int) []byte {
 	return append(b, tail...)
 }
 
-// textPieces are benign pieces of tool output, cycled by TextArgs: prose
+// textPieces are benign pieces of tool output, cycled by BenignText: prose
 // (also about keys and tokens), code, a log line, ids and digests; none is
 // a finding.
 var textPieces = []string{
@@ -447,17 +463,14 @@ var textPieces = []string{
 	"Use the search tool to find documents; results are ranked by relevance and freshness. ",
 }
 
-// TextArgs returns a compact JSON object {"data":"..."} of exactly n bytes
-// (n >= 11) whose string is textPieces cycled.
-func TextArgs(n int) []byte {
-	const head, tail = `{"data":"`, `"}`
+// BenignText returns n bytes of textPieces cycled.
+func BenignText(n int) []byte {
 	b := make([]byte, 0, n)
-	b = append(b, head...)
-	for i := 0; len(b) < n-len(tail); i++ {
+	for i := 0; len(b) < n; i++ {
 		p := textPieces[i%len(textPieces)]
-		b = append(b, p[:min(len(p), n-len(tail)-len(b))]...)
+		b = append(b, p[:min(len(p), n-len(b))]...)
 	}
-	return append(b, tail...)
+	return b
 }
 
 const (

@@ -36,7 +36,13 @@ func (s *server) fastEcho(line []byte) bool {
 	b := s.fastBuf[:0]
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
-	b = append(b, `,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":`...)
+	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
+	if s.fastText == nil {
+		b = append(b, `"ok"`...)
+	} else {
+		b = append(b, s.fastText...)
+	}
+	b = append(b, `}],"structuredContent":`...)
 	b = append(b, args...)
 	b = append(b, "}}\n"...)
 	s.fastBuf = b

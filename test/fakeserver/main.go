@@ -118,6 +118,7 @@ type config struct {
 	exitAfterMS     int
 	exitCode        int
 	echoFast        bool
+	resultText      string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -138,6 +139,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.exitAfterMS, "exit-after-ms", 0, "exit by itself after `N` ms")
 	fs.IntVar(&c.exitCode, "exit-code", 0, "exit code when exiting by itself")
 	fs.BoolVar(&c.echoFast, "echo-fast", false, "low-allocation echo path for tools/call")
+	fs.StringVar(&c.resultText, "result-text", "", "with --echo-fast: the result's text content is `FILE`'s content instead of \"ok\"")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

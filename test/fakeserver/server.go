@@ -43,6 +43,9 @@ type server struct {
 	exit chan int // the exit tool's code
 
 	fastBuf []byte // echo-fast response buffer, used only by the read loop
+	// fastText is the echo-fast result's text content as a JSON string
+	// (--result-text), `"ok"` without it.
+	fastText []byte
 }
 
 // run starts the server on the given streams and returns its exit code. It
@@ -97,6 +100,16 @@ func (s *server) start(stderr io.Writer) error {
 	}
 	if s.tools2, err = loadTools(cfg.tools2, defaultTools2); err != nil {
 		return err
+	}
+	s.fastText = []byte(`"ok"`)
+	if cfg.resultText != "" {
+		b, err := os.ReadFile(cfg.resultText)
+		if err != nil {
+			return err
+		}
+		if s.fastText, err = json.Marshal(string(b)); err != nil {
+			return err
+		}
 	}
 	if cfg.record != "" {
 		s.record, err = os.OpenFile(cfg.record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)

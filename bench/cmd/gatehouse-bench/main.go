@@ -198,7 +198,10 @@ func profiledGatehouse() int {
 	return cli.Main(os.Args[1:])
 }
 
-var profileLedger = flag.Bool("profile-ledger", false, "with -cpuprofile: keep the audit ledger on (default: --no-ledger)")
+var (
+	profileLedger = flag.Bool("profile-ledger", false, "with -cpuprofile: keep the audit ledger on (default: --no-ledger)")
+	profileResult = flag.Int("profile-result-bytes", 0, "with -cpuprofile: the server's results carry this many bytes of benign text (the scanning comparison's calls)")
+)
 
 func profile(cfg bench.Config, path string) error {
 	self, err := os.Executable()
@@ -218,6 +221,7 @@ func profile(cfg bench.Config, path string) error {
 		v = bench.Gateway
 	}
 	v.Exe = self
+	v.ResultBytes = *profileResult
 	v.Div = 0 // -calls is what is profiled
 	v.Env = []string{profileEnv + "=" + path}
 	if cfg.Progress != nil {

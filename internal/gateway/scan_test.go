@@ -358,3 +358,31 @@ rules:
 		t.Errorf("call to the lookalike: client got %s, want the no_delete denial", got)
 	}
 }
+
+// TestScanRedactionKeepsOutputSchema: a redacted structuredContent is
+// checked against the tool's outputSchema; a redaction the schema accepts
+// is relayed, one it rejects (maxLength) withholds the response rather
+// than relaying an invalid result.
+func TestScanRedactionKeepsOutputSchema(t *testing.T) {
+	r, _ := scanRig(t, "")
+	list := `{"tools":[` +
+		`{"name":"loose","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"key":{"type":"string"}}}},` +
+		`{"name":"tight","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"key":{"type":"string","maxLength":15}}}}]}`
+	tools, _ := parseToolsPage([]byte(list))
+	r.sess.catalog.replace(tools)
+	for _, tc := range []struct{ id, tool, want string }{
+		{"1", "loose", `"structuredContent":{"key":"[REDACTED_SECRET]"}`},
+		{"2", "tight", `"code":-32082`},
+	} {
+		r.send(`{"jsonrpc":"2.0","id":` + tc.id + `,"method":"tools/call","params":{"name":"` + tc.tool + `","arguments":{}}}`)
+		r.got()
+		r.serve(`{"jsonrpc":"2.0","id":` + tc.id + `,"result":{"content":[],"structuredContent":{"key":"SECRET-ABCDEFGH"}}}`)
+		got := r.recv()
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "SECRET-ABCDEFGH") {
+			t.Errorf("%s: client got %s, want %s without the secret", tc.tool, got, tc.want)
+		}
+		if tc.tool == "tight" && !strings.Contains(got, "outputSchema") {
+			t.Errorf("withheld answer %s does not say why", got)
+		}
+	}
+}

@@ -1,8 +1,8 @@
 package scan
 
 import (
-	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // secretKeyWords are the words of an object member name that make its
@@ -34,41 +34,48 @@ func SecretLikeKey(key string) bool {
 	if key == "" || len(key) > 256 {
 		return false
 	}
-	words := splitKey(key)
-	for i, w := range words {
-		if secretKeyWords[w] {
+	// Words are lowercased into buf (prev holds the word before): map
+	// lookups by string(buf) do not allocate.
+	var buf, prev [64]byte
+	n, pn := 0, -1
+	var last rune
+	end := func() bool {
+		if n == 0 {
+			return false
+		}
+		w := buf[:n]
+		if n <= len(buf) && secretKeyWords[string(w)] {
 			return true
 		}
-		if i > 0 && secretKeyPairs[[2]string{words[i-1], w}] {
+		if pn >= 0 && secretKeyPairs[[2]string{string(prev[:pn]), string(w)}] {
 			return true
 		}
+		copy(prev[:], w)
+		pn, n = min(n, len(prev)), 0
+		return false
 	}
-	return false
-}
-
-// splitKey splits a member name into lower-case words.
-func splitKey(key string) []string {
-	var words []string
-	var b strings.Builder
-	var prev rune
-	flush := func() {
-		if b.Len() > 0 {
-			words = append(words, b.String())
-			b.Reset()
-		}
-	}
-	for _, r := range key {
+	for _, orig := range key {
+		r := orig
 		switch {
 		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			flush()
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			flush()
-			b.WriteRune(unicode.ToLower(r))
+			if end() {
+				return true
+			}
+		case unicode.IsUpper(r) && unicode.IsLower(last):
+			if end() {
+				return true
+			}
+			fallthrough
 		default:
-			b.WriteRune(unicode.ToLower(r))
+			r = unicode.ToLower(r)
+			if r < utf8.RuneSelf && n < len(buf) {
+				buf[n] = byte(r)
+				n++
+			} else {
+				n = len(buf) + 1 // a non-ASCII or over-long word matches nothing
+			}
 		}
-		prev = r
+		last = orig
 	}
-	flush()
-	return words
+	return end()
 }

@@ -78,6 +78,9 @@ const (
 	checkCurl
 	// checkK8s: "data:" is in the window.
 	checkK8s
+	// checkVault: after "s." 24 letters or digits and a non-word byte
+	// (HashiCorp Vault's legacy service token); "hvs." passes.
+	checkVault
 )
 
 // glRule is one compiled gitleaks rule.
@@ -124,8 +127,14 @@ const semiGenericOp = `(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 // string on the wire), and the global allowlist. A rule that does not
 // compile is an error naming the rule id.
 func loadGitleaks() ([]glRule, allowlist, [][]string, error) {
+	return loadGitleaksFrom(gitleaksTOML)
+}
+
+// loadGitleaksFrom compiles a rule set in gitleaks' format (see
+// loadGitleaks).
+func loadGitleaksFrom(src string) ([]glRule, allowlist, [][]string, error) {
 	var cfg glConfig
-	if _, err := toml.Decode(gitleaksTOML, &cfg); err != nil {
+	if _, err := toml.Decode(src, &cfg); err != nil {
 		return nil, allowlist{}, nil, fmt.Errorf("scan: gitleaks rules: %w", err)
 	}
 	global, err := compileAllowlist(cfg.Allowlist)
@@ -193,6 +202,8 @@ func loadGitleaks() ([]glRule, allowlist, [][]string, error) {
 			if err := r.split(d.Regex); err != nil {
 				return nil, allowlist{}, nil, fmt.Errorf("scan: gitleaks rule %q: %w", d.ID, err)
 			}
+		case d.ID == "vault-service-token":
+			r.check = checkVault
 		case d.ID == "freemius-secret-key" || d.ID == "nuget-config-password":
 			r.check = checkNone
 		default:
@@ -294,6 +305,19 @@ func (r *glRule) passes(text string, start, end, ws, we int) bool {
 		return strings.Contains(w, "-u") || strings.Contains(w, "--user") || strings.Contains(w, "-H") || strings.Contains(w, "--header")
 	case checkK8s:
 		return strings.Contains(text[ws:we], "ata:")
+	case checkVault:
+		if end-start != 2 {
+			return true // "hvs."
+		}
+		if end+24 > len(text) || end+24 < len(text) && isWordByte(text[end+24]) {
+			return false
+		}
+		for i := end; i < end+24; i++ {
+			if !isAlnum(text[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return true
 }

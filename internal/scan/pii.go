@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"math/bits"
 	"strings"
 )
 
@@ -85,6 +86,9 @@ func (f *piiFamily) scan(in Input, emit func(Finding)) {
 	text := in.Text
 	n := len(text)
 	for i := 0; i < n; {
+		if i = piiSkip(text, i); i >= n {
+			break
+		}
 		c := text[i]
 		if c == '@' {
 			if s, e, ok := emailAt(text, i); ok {
@@ -130,6 +134,32 @@ func (f *piiFamily) scan(in Input, emit func(Finding)) {
 			i++
 		}
 	}
+}
+
+// piiSkip returns the offset of the first byte at or after i that may
+// start a personal-data match (0x30-0x40: a digit, '@' or one of
+// ":;<=>?"), or len(text). It tests eight bytes at a time (a SWAR
+// "has byte between" test; bytes >= 0x80 never qualify).
+func piiSkip(text string, i int) int {
+	const (
+		ones = 0x0101010101010101
+		lo7  = 0x7f7f7f7f7f7f7f7f
+		hi   = 0x8080808080808080
+	)
+	for ; i+8 <= len(text); i += 8 {
+		x := uint64(text[i]) | uint64(text[i+1])<<8 | uint64(text[i+2])<<16 | uint64(text[i+3])<<24 |
+			uint64(text[i+4])<<32 | uint64(text[i+5])<<40 | uint64(text[i+6])<<48 | uint64(text[i+7])<<56
+		t := x & lo7
+		if v := (ones*(127+0x41) - t) &^ x & (t + ones*(127-0x2f)) & hi; v != 0 {
+			return i + bits.TrailingZeros64(v)/8
+		}
+	}
+	for ; i < len(text); i++ {
+		if c := text[i]; c >= 0x30 && c <= 0x40 {
+			return i
+		}
+	}
+	return i
 }
 
 func piiFinding(rule string, conf Confidence, text string, s, e int) Finding {

@@ -62,3 +62,35 @@ func piiCases() []scanCase {
 }
 
 func TestPII(t *testing.T) { checkCases(t, piiCases()) }
+
+func TestPIISkip(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		from int
+		want int
+	}{
+		{"", 0, 0},
+		{"abcdefghijklmnop", 0, 16},
+		{"abcdefgh1", 0, 8},
+		{"abcdefghijk@m", 0, 11},
+		{"a0", 0, 1},
+		{"\x80\xff\xc3\xa9/ABCDEFG9", 0, 12},
+		{"9abcdefghij", 1, 11},
+		{"abc:defgh", 0, 3},
+	} {
+		if got := piiSkip(tc.text, tc.from); got != tc.want {
+			t.Errorf("piiSkip(%q, %d) = %d, want %d", tc.text, tc.from, got, tc.want)
+		}
+	}
+	// Against the byte-by-byte definition, for every byte value.
+	for b := 0; b < 256; b++ {
+		s := "xxxxxxxxxx" + string([]byte{byte(b)}) + "xxxxxxxx"
+		want := len(s)
+		if b >= 0x30 && b <= 0x40 {
+			want = 10
+		}
+		if got := piiSkip(s, 0); got != want {
+			t.Errorf("byte %#x: got %d, want %d", b, got, want)
+		}
+	}
+}

@@ -259,7 +259,16 @@ func (f *secretFamily) runSplit(sc *secretScratch, text string, r *glRule, start
 	if pm == nil {
 		return
 	}
-	w := text[op:min(len(text), op+200)]
+	// The value part reads the operator, up to 8 quote, space or
+	// operator bytes, a value (up to the next space, quote or ";") and a
+	// terminator: bounding its input to that keeps the backtracker's
+	// visited set small.
+	ve := op
+	for lim := min(len(text), op+9); ve < lim && strings.IndexByte("=>:|?,`'\" \t\r\n", text[ve]) >= 0; ve++ {
+	}
+	for lim := min(len(text), ve+200); ve < lim && !isSpace(text[ve]) && text[ve] != '"' && text[ve] != '\'' && text[ve] != '`' && text[ve] != ';'; ve++ {
+	}
+	w := text[op:min(len(text), ve+3)]
 	m := r.suf.FindStringSubmatchIndex(w)
 	if m == nil {
 		return

@@ -269,3 +269,28 @@ func FuzzScan(f *testing.F) {
 		})
 	})
 }
+
+// TestGitleaksRuleErrors: a rule that does not compile, or that would
+// have to run on every string, is an error naming the rule.
+func TestGitleaksRuleErrors(t *testing.T) {
+	const q = "'''"
+	for _, tc := range []struct{ name, src, want string }{
+		{"bad regex", "[[rules]]\nid = \"broken-rule\"\nregex = " + q + "(unclosed" + q + "\nkeywords = [\"x\"]\n", `"broken-rule"`},
+		{"no keywords, no prefix", "[[rules]]\nid = \"everywhere\"\nregex = " + q + "[a-z]{40}" + q + "\n", `"everywhere"`},
+		{"secretGroup out of range", "[[rules]]\nid = \"grp\"\nregex = " + q + "ab(c)" + q + "\nsecretGroup = 3\nkeywords = [\"ab\"]\n", `"grp"`},
+		{"bad allowlist", "[[rules]]\nid = \"al\"\nregex = " + q + "abc" + q + "\nkeywords = [\"abc\"]\n[[rules.allowlists]]\nregexes = [" + q + "(" + q + "]\n", `"al"`},
+		{"not toml", "[[rules", "gitleaks rules"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := loadGitleaksFrom(tc.src)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+	// A rule without keywords but with a literal prefix uses the prefix.
+	rules, _, words, err := loadGitleaksFrom("[[rules]]\nid = \"pfx\"\nregex = " + q + "tok_[a-z]{10}" + q + "\n")
+	if err != nil || len(rules) != 1 || len(words[0]) != 1 || words[0][0] != "tok_" {
+		t.Fatalf("prefix keyword: %v %v", words, err)
+	}
+}

@@ -19,7 +19,8 @@ const (
 	piiContextBytes = 48                 // how far before a number its context word may end
 )
 
-// piiFamily finds personal data with one byte pass: it stops only at
+// piiFamily finds personal data in ModeData strings (not in tool
+// definitions) with one byte pass: it stops only at
 // '@' (e-mail) and at digits (every other rule), so text without either
 // costs one comparison per byte, and it skips alphanumeric tokens that
 // merely contain digits (hex ids, digests) in one step.
@@ -83,6 +84,9 @@ func (r *digitRun) shape(lens ...uint8) bool {
 }
 
 func (f *piiFamily) scan(in Input, emit func(Finding)) {
+	if in.Mode == ModeToolDefinition {
+		return // tool definitions are scanned for poisoning and secrets only
+	}
 	text := in.Text
 	n := len(text)
 	for i := 0; i < n; {

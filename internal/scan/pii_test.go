@@ -94,3 +94,21 @@ func TestPIISkip(t *testing.T) {
 		}
 	}
 }
+
+// TestPIIModes: personal data is looked for in data, not in tool
+// definitions (ModeToolDefinition is poisoning and secrets); secrets are
+// looked for in both.
+func TestPIIModes(t *testing.T) {
+	text := "mail jane.doe@acme-corp.io, key AKIA" + rnd(1, upper27, 16)
+	count := func(m Mode) map[Class]int {
+		c := map[Class]int{}
+		testScanner.Scan(Input{Text: text, Mode: m}, func(f Finding) { c[f.Class]++ })
+		return c
+	}
+	if c := count(ModeData); c[ClassPII] != 1 || c[ClassSecret] != 1 {
+		t.Errorf("ModeData: %v", c)
+	}
+	if c := count(ModeToolDefinition); c[ClassPII] != 0 || c[ClassSecret] != 1 {
+		t.Errorf("ModeToolDefinition: %v", c)
+	}
+}

@@ -76,7 +76,8 @@ const (
 	checkToken
 	// checkCurl: curl's -u/--user or -H/--header is in the window.
 	checkCurl
-	// checkK8s: "data:" is in the window.
+	// checkK8s: "kind:", spaces or tabs and an optional quote right
+	// before the keyword "secret" (both alternatives of the rule need it).
 	checkK8s
 	// checkVault: after "s." 24 letters or digits and a non-word byte
 	// (HashiCorp Vault's legacy service token); "hvs." passes.
@@ -304,7 +305,11 @@ func (r *glRule) passes(text string, start, end, ws, we int) bool {
 		w := text[ws:we]
 		return strings.Contains(w, "-u") || strings.Contains(w, "--user") || strings.Contains(w, "-H") || strings.Contains(w, "--header")
 	case checkK8s:
-		return strings.Contains(text[ws:we], "ata:")
+		i := start
+		for i > 0 && start-i < 16 && (text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '"' || text[i-1] == '\'') {
+			i--
+		}
+		return i >= 5 && strings.EqualFold(text[i-5:i], "kind:")
 	case checkVault:
 		if end-start != 2 {
 			return true // "hvs."

@@ -167,6 +167,7 @@ func piiSkip(text string, i int) int {
 }
 
 func piiFinding(rule string, conf Confidence, text string, s, e int) Finding {
+	s, e = runeSpan(text, s, e)
 	return Finding{Rule: rule, Class: ClassPII, Confidence: conf, Start: s, End: e, Excerpt: mask(text[s:e])}
 }
 

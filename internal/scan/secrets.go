@@ -60,14 +60,29 @@ type secretFamily struct {
 type pendingWindow struct {
 	ws, we int
 	on     bool
+	lastOp int // semi-generic rules: 1 + the operator offset last run
 }
 
 // secretScratch is one scan's state, pooled.
 type secretScratch struct {
-	pend   []pendingWindow // per gitleaks rule
-	active []int32
-	found  []Finding
+	pend    []pendingWindow // per gitleaks rule
+	active  []int32
+	touched []int32 // rules with lastOp set
+	found   []Finding
+	// pemSearched: BEGIN lines before it are not searched again.
+	pemSearched int
+	// lowBudget: how many more low-confidence candidates may run their
+	// allowlists in this string (lowBudgetFor).
+	lowBudget int
 }
+
+// lowBudgetFor is the number of low-confidence candidates (generic
+// key = value matches that passed entropy, placeholder and shape checks)
+// whose allowlists run in one string of n bytes: 32 plus one per KiB.
+// Beyond it, further generic candidates in that string are not reported
+// (they only flag); this bounds adversarial text, made of nothing but
+// such assignments, to linear time with a small constant.
+func lowBudgetFor(n int) int { return 32 + n/1024 }
 
 func newSecretFamily() (family, error) {
 	rules, global, ruleWords, err := loadGitleaks()
@@ -108,8 +123,10 @@ func newSecretFamily() (family, error) {
 func (f *secretFamily) scan(in Input, emit func(Finding)) {
 	text := in.Text
 	sc := f.pool.Get().(*secretScratch)
+	sc.lowBudget = lowBudgetFor(len(text))
 	f.kw.each(text, func(w, end int) bool {
 		start := end - f.kwLen[w]
+		op := -2 // assignFollows(text, end), computed once per hit
 		for _, ri := range f.kwRules[w] {
 			if ri < 0 {
 				f.own(sc, text, ri, start, end)
@@ -117,7 +134,16 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 			}
 			r := &f.rules[ri]
 			if r.check == checkAssign {
-				if op := assignFollows(text, end); op >= 0 {
+				if op == -2 {
+					op = assignFollows(text, end)
+				}
+				if op >= 0 && sc.pend[ri].lastOp != op+1 {
+					// Two keywords of one rule before one operator
+					// ("api_key"): run it once.
+					if sc.pend[ri].lastOp == 0 {
+						sc.touched = append(sc.touched, ri)
+					}
+					sc.pend[ri].lastOp = op + 1
 					f.runSplit(sc, text, r, start, op)
 				}
 				continue
@@ -132,7 +158,9 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 				continue
 			}
 			p := &sc.pend[ri]
-			if p.on && ws <= p.we {
+			// Merge overlapping windows (for token windows: hits in one
+			// token; the next token's window only shares context bytes).
+			if p.on && (ws < p.we-1 || ws <= p.we && r.check != checkToken) {
 				p.we = max(p.we, we)
 				continue
 			}
@@ -141,7 +169,7 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 			} else {
 				sc.active = append(sc.active, ri)
 			}
-			*p = pendingWindow{ws, we, true}
+			p.ws, p.we, p.on = ws, we, true
 		}
 		return true
 	})
@@ -151,10 +179,15 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 		p.on = false
 	}
 	sc.active = sc.active[:0]
+	for _, ri := range sc.touched {
+		sc.pend[ri].lastOp = 0
+	}
+	sc.touched = sc.touched[:0]
 	if in.Key != "" && SecretLikeKey(in.Key) {
 		keyedSecret(sc, text, in.Key)
 	}
 	emitFound(sc.found, text, emit)
+	sc.pemSearched = 0
 	clear(sc.found)
 	sc.found = sc.found[:0]
 	f.pool.Put(sc)
@@ -178,11 +211,17 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 		return b.End - a.End
 	})
 	kept := found[:0]
+	maxEnd := -1 // the greatest End among kept findings
 	for _, f := range found {
 		drop := false
-		for i := range kept {
-			k := &kept[i]
-			if f.Start < k.End && k.Start < f.End {
+		if f.Start < maxEnd {
+			// Only now can f overlap a kept finding; look back over the
+			// kept ones that end after f starts.
+			for i := len(kept) - 1; i >= 0; i-- {
+				k := &kept[i]
+				if !(f.Start < k.End && k.Start < f.End) {
+					continue
+				}
 				if confRank(k.Confidence) >= confRank(f.Confidence) {
 					drop = true
 					break
@@ -191,6 +230,7 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 					// A higher-confidence finding covering a lower one
 					// replaces it.
 					*k = f
+					maxEnd = max(maxEnd, f.End)
 					drop = true
 					break
 				}
@@ -198,12 +238,27 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 		}
 		if !drop {
 			kept = append(kept, f)
+			maxEnd = max(maxEnd, f.End)
 		}
 	}
 	for _, f := range kept {
+		f.Start, f.End = runeSpan(text, f.Start, f.End)
 		f.Excerpt = mask(text[f.Start:f.End])
 		emit(f)
 	}
+}
+
+// runeSpan widens [s, e) to UTF-8 boundaries (a span next to invalid
+// UTF-8, where a continuation byte stands alone, takes it in), so a
+// redaction never splits a character.
+func runeSpan(text string, s, e int) (int, int) {
+	for s > 0 && !utf8.RuneStart(text[s]) {
+		s--
+	}
+	for e < len(text) && !utf8.RuneStart(text[e]) {
+		e++
+	}
+	return s, e
 }
 
 func confRank(c Confidence) int {
@@ -341,40 +396,33 @@ func (f *secretFamily) accept(sc *secretScratch, text string, r *glRule, ss, se,
 	if r.entropy > 0 && shannon(secret) <= r.entropy {
 		return
 	}
+	if isPlaceholder(secret) || r.conf != High && notSecretShape(secret) {
+		return
+	}
 	match := text[ms:me]
 	line := lineOf(text, ms, me)
 	if f.global.allows(secret, match, line) {
 		return
+	}
+	if r.conf == Low {
+		// Low-confidence candidates that got this far cost their
+		// allowlists (generic-api-key's is one large regex, ~40 µs):
+		// at most lowBudget of them per string.
+		if sc.lowBudget <= 0 {
+			return
+		}
+		sc.lowBudget--
 	}
 	for i := range r.allow {
 		if r.allow[i].allows(secret, match, line) {
 			return
 		}
 	}
-	if isPlaceholder(secret) {
-		return
-	}
 	conf := r.conf
-	if conf != High && notSecretShape(secret) {
-		return
-	}
 	if r.githubSum && !githubChecksumOK(secret) {
 		conf = Medium
 	}
 	sc.found = append(sc.found, Finding{Rule: r.id, Class: ClassSecret, Confidence: conf, Start: ss, End: se})
-}
-
-// lineOf is the line holding text[s:e], at most 1 KiB each side.
-func lineOf(text string, s, e int) string {
-	ls := max(0, s-1024)
-	if i := strings.LastIndexByte(text[ls:s], '\n'); i >= 0 {
-		ls += i + 1
-	}
-	le := min(len(text), e+1024)
-	if i := strings.IndexByte(text[e:le], '\n'); i >= 0 {
-		le = e + i
-	}
-	return text[ls:le]
 }
 
 // own runs an own detector on a keyword hit text[start:end].
@@ -383,7 +431,17 @@ func (f *secretFamily) own(sc *secretScratch, text string, det int32, start, end
 	ok := false
 	switch det {
 	case ownPEM:
+		if start < sc.pemSearched {
+			// Inside a block already found, or before the end of a
+			// failed search for an END line: searching again would make
+			// repeated BEGIN lines quadratic.
+			return
+		}
 		fd, ok = pemBlock(text, start)
+		sc.pemSearched = min(len(text), start+64<<10)
+		if ok {
+			sc.pemSearched = fd.End
+		}
 	case ownJWT:
 		fd, ok = jwtAt(text, start)
 	case ownURL:
@@ -691,4 +749,18 @@ func githubChecksum(body string) string {
 		c /= 62
 	}
 	return string(out[:])
+}
+
+// lineOf is the line holding text[s:e], at most 256 bytes each side
+// (the bound keeps line allowlists linear on text without newlines).
+func lineOf(text string, s, e int) string {
+	ls := max(0, s-256)
+	if i := strings.LastIndexByte(text[ls:s], '\n'); i >= 0 {
+		ls += i + 1
+	}
+	le := min(len(text), e+256)
+	if i := strings.IndexByte(text[e:le], '\n'); i >= 0 {
+		le = e + i
+	}
+	return text[ls:le]
 }

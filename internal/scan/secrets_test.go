@@ -123,6 +123,7 @@ func secretPositives() []scanCase {
 		{"keyed secret", Input{Key: "client_secret", Text: keyed}, RuleKeyedSecret, Medium, keyed},
 		{"keyed password", Input{Key: "db_password", Text: "hunter2!x"}, RuleKeyedSecret, Medium, "hunter2!x"},
 		{"generic key=value", Input{Text: `db_secret = "` + generic + `"`}, "generic-api-key", Low, generic},
+		{"kubernetes secret yaml", Input{Text: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: " + base64.StdEncoding.EncodeToString([]byte(generic)) + "\n"}, "kubernetes-secret-yaml", High, "password: " + base64.StdEncoding.EncodeToString([]byte(generic))},
 		{"generic json member", Input{Text: `{"auth_token": "` + generic + `"}`}, "generic-api-key", Low, generic},
 	}
 }
@@ -292,5 +293,30 @@ func TestGitleaksRuleErrors(t *testing.T) {
 	rules, _, words, err := loadGitleaksFrom("[[rules]]\nid = \"pfx\"\nregex = " + q + "tok_[a-z]{10}" + q + "\n")
 	if err != nil || len(rules) != 1 || len(words[0]) != 1 || words[0][0] != "tok_" {
 		t.Fatalf("prefix keyword: %v %v", words, err)
+	}
+}
+
+// TestLowBudget: in a string made of nothing but generic assignments,
+// at most lowBudgetFor(len) of them are reported; a high-confidence
+// token after them still is.
+func TestLowBudget(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 8<<10; i++ {
+		b.WriteString("api_key = '" + rnd(uint64(100+i), alnum, 20) + "'\n")
+	}
+	aws := "AKIA" + rnd(2, upper27, 16)
+	b.WriteString("aws " + aws + "\n")
+	text := b.String()
+	low, high := 0, 0
+	testScanner.Scan(Input{Text: text}, func(f Finding) {
+		switch f.Rule {
+		case "generic-api-key":
+			low++
+		case "aws-access-token":
+			high++
+		}
+	})
+	if want := lowBudgetFor(len(text)); low != want || high != 1 {
+		t.Fatalf("generic findings %d (want %d), aws %d (want 1)", low, want, high)
 	}
 }

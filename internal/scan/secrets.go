@@ -71,14 +71,14 @@ type secretScratch struct {
 	found   []Finding
 	// pemSearched: BEGIN lines before it are not searched again.
 	pemSearched int
-	// lowBudget: how many more low-confidence candidates may run their
-	// allowlists in this string (lowBudgetFor).
+	// lowBudget: how many more low-confidence candidates may run in
+	// this string (lowBudgetFor).
 	lowBudget int
 }
 
 // lowBudgetFor is the number of low-confidence candidates (generic
-// key = value matches that passed entropy, placeholder and shape checks)
-// whose allowlists run in one string of n bytes: 32 plus one per KiB.
+// "key = value" hits that passed the operator precheck) whose regexes
+// and allowlists run in one string of n bytes: 32 plus one per KiB.
 // Beyond it, further generic candidates in that string are not reported
 // (they only flag); this bounds adversarial text, made of nothing but
 // such assignments, to linear time with a small constant.
@@ -155,6 +155,15 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 				ws, we = max(0, start-r.back), min(len(text), end+r.fwd)
 			}
 			if !r.passes(text, start, end, ws, we) {
+				continue
+			}
+			if r.check == checkVault && end-start == 2 {
+				// "s." and 24 letters or digits (the precheck): the
+				// rule's regex adds only its word boundary before and
+				// its terminator after, checked here without it.
+				if (start == 0 || !isWordByte(text[start-1])) && vaultTerminated(text, end+24) {
+					f.accept(sc, text, r, start, end+24, start, end+24)
+				}
 				continue
 			}
 			p := &sc.pend[ri]
@@ -304,6 +313,15 @@ func tokenAround(text string, start, end int) (int, int) {
 // from the start of the name token (at most 50 bytes before the keyword
 // at start) to the operator at op, then the value part from op.
 func (f *secretFamily) runSplit(sc *secretScratch, text string, r *glRule, start, op int) {
+	if r.conf == Low {
+		// A low-confidence (generic) candidate costs its two regexes and
+		// its allowlists (generic-api-key's is one large regex, ~40 µs):
+		// at most lowBudget of them per string.
+		if sc.lowBudget <= 0 {
+			return
+		}
+		sc.lowBudget--
+	}
 	ps := start
 	for lim := max(0, start-50); ps > lim && (isWordByte(text[ps-1]) || text[ps-1] == '.' || text[ps-1] == '-'); ps-- {
 	}
@@ -403,15 +421,6 @@ func (f *secretFamily) accept(sc *secretScratch, text string, r *glRule, ss, se,
 	line := lineOf(text, ms, me)
 	if f.global.allows(secret, match, line) {
 		return
-	}
-	if r.conf == Low {
-		// Low-confidence candidates that got this far cost their
-		// allowlists (generic-api-key's is one large regex, ~40 µs):
-		// at most lowBudget of them per string.
-		if sc.lowBudget <= 0 {
-			return
-		}
-		sc.lowBudget--
 	}
 	for i := range r.allow {
 		if r.allow[i].allows(secret, match, line) {
@@ -763,4 +772,19 @@ func lineOf(text string, s, e int) string {
 		le = e + i
 	}
 	return text[ls:le]
+}
+
+// vaultTerminated reports whether text[i:] starts with what ends a
+// gitleaks token ([\x60'"\s;], a literal \n or \r, or the end).
+func vaultTerminated(text string, i int) bool {
+	if i >= len(text) {
+		return true
+	}
+	switch c := text[i]; {
+	case c == '`' || c == '\'' || c == '"' || c == ';' || isSpace(c):
+		return true
+	case c == '\\':
+		return i+1 < len(text) && (text[i+1] == 'n' || text[i+1] == 'r')
+	}
+	return false
 }

@@ -108,6 +108,8 @@ func secretPositives() []scanCase {
 		{"gcp api key", Input{Text: "maps key " + gcp + " end"}, "gcp-api-key", High, gcp},
 		{"sendgrid", Input{Text: "SENDGRID=" + sendgrid + "\n"}, "sendgrid-api-token", High, sendgrid},
 		{"hugging face", Input{Text: "HF_TOKEN " + hf + "\n"}, "huggingface-access-token", High, hf},
+		{"vault legacy service token", Input{Text: "VAULT_TOKEN=s." + rnd(41, alnum, 24) + "\n"}, "vault-service-token", High, "s." + rnd(41, alnum, 24)},
+		{"vault service token", Input{Text: "token hvs." + rnd(42, alnum, 95) + " x"}, "vault-service-token", High, "hvs." + rnd(42, alnum, 95)},
 		{"digitalocean", Input{Text: "DO " + do + "\n"}, "digitalocean-pat", High, do},
 		{"pem rsa private key", Input{Text: "key:\n" + rsa + "\nmore"}, RulePEMPrivateKey, High, rsa},
 		{"openssh private key", Input{Text: ossh}, RuleOpenSSHPrivateKey, High, ossh},
@@ -165,6 +167,9 @@ func secretNegatives() []scanCase {
 		{"certificate", Input{Text: strings.ReplaceAll(pemOf("CERTIFICATE", 39), "CERTIFICATE", "CERTIFICATE")}, "", "", ""},
 		{"public key", Input{Text: pemOf("PUBLIC KEY", 40)}, "", "", ""},
 		{"basic not credentials", Input{Text: "Authorization: Basic dGVzdGluZ3Rlc3Rpbmc="}, "", "", ""},
+		{"vault-like, too long", Input{Text: "x s." + rnd(43, alnum, 25) + " y"}, "", "", ""},
+		{"vault-like, inside a word", Input{Text: "xs." + rnd(44, alnum, 24) + " y"}, "", "", ""},
+		{"vault-like, bad terminator", Input{Text: "s." + rnd(45, alnum, 24) + ".z"}, "", "", ""},
 		{"version under key", Input{Key: "api_version", Text: "2024-10-01"}, "", "", ""},
 		{"identifier under key", Input{Key: "token_type", Text: "refresh_token"}, "", "", ""},
 		{"code", Input{Text: "func (k *keywords) each(text string, fn func(word, end int) bool) { token := lookupToken(secretName) }"}, "", "", ""},
@@ -297,11 +302,13 @@ func TestGitleaksRuleErrors(t *testing.T) {
 }
 
 // TestLowBudget: in a string made of nothing but generic assignments,
-// at most lowBudgetFor(len) of them are reported; a high-confidence
-// token after them still is.
+// at most lowBudgetFor(len) of them are reported (without the budget
+// every one would be); a high-confidence token after them still is.
 func TestLowBudget(t *testing.T) {
 	var b strings.Builder
+	n := 0
 	for i := 0; b.Len() < 8<<10; i++ {
+		n++
 		b.WriteString("api_key = '" + rnd(uint64(100+i), alnum, 20) + "'\n")
 	}
 	aws := "AKIA" + rnd(2, upper27, 16)
@@ -316,7 +323,9 @@ func TestLowBudget(t *testing.T) {
 			high++
 		}
 	})
-	if want := lowBudgetFor(len(text)); low != want || high != 1 {
-		t.Fatalf("generic findings %d (want %d), aws %d (want 1)", low, want, high)
+	// Each assignment is one candidate; a few fail entropy or
+	// placeholder checks after taking their share of the budget.
+	if want := lowBudgetFor(len(text)); low > want || low < want-want/8 || want >= n || high != 1 {
+		t.Fatalf("generic findings %d (budget %d, assignments %d), aws %d (want 1)", low, want, n, high)
 	}
 }

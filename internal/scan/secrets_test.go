@@ -2,6 +2,7 @@ package scan
 
 import (
 	"encoding/base64"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -327,5 +328,42 @@ func TestLowBudget(t *testing.T) {
 	// placeholder checks after taking their share of the budget.
 	if want := lowBudgetFor(len(text)); low > want || low < want-want/8 || want >= n || high != 1 {
 		t.Fatalf("generic findings %d (budget %d, assignments %d), aws %d (want 1)", low, want, n, high)
+	}
+}
+
+// TestScanConcurrent: one Scanner used from several goroutines finds
+// what it finds serially (run with -race).
+func TestScanConcurrent(t *testing.T) {
+	cases := append(append(secretPositives(), secretNegatives()...), piiCases()...)
+	want := make([][]Finding, len(cases))
+	for i, c := range cases {
+		testScanner.Scan(c.in, func(f Finding) { want[i] = append(want[i], f) })
+	}
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for r := 0; r < 5; r++ {
+				for i, c := range cases {
+					var got []Finding
+					testScanner.Scan(c.in, func(f Finding) { got = append(got, f) })
+					if len(got) != len(want[i]) {
+						done <- fmt.Errorf("%s: %d findings, serially %d", c.name, len(got), len(want[i]))
+						return
+					}
+					for j := range got {
+						if got[j] != want[i][j] {
+							done <- fmt.Errorf("%s: %+v, serially %+v", c.name, got[j], want[i][j])
+							return
+						}
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -363,7 +363,8 @@ func allDigits(s string) bool {
 // emailAt matches an address around the '@' at at: a dot-atom local part
 // of 1-64 bytes and a domain of labels with a TLD of 2 or more letters;
 // documentation domains (RFC 2606: example.*, .test, .invalid,
-// .localhost) and image names like "icon@2x.png" are not addresses.
+// .localhost), image names like "icon@2x.png" and scp-like SSH targets
+// ("git@github.com:org/repo.git") are not addresses.
 func emailAt(text string, at int) (int, int, bool) {
 	s := at
 	for s > 0 && at-s < 64 {
@@ -410,6 +411,9 @@ func emailAt(text string, at int) (int, int, bool) {
 	switch tld {
 	case "png", "jpg", "jpeg", "gif", "svg", "webp", "js", "ts", "css", "json", "test", "invalid", "localhost", "example", "local":
 		return 0, 0, false
+	}
+	if e < len(text) && text[e] == ':' && e+1 < len(text) && !isDigit(text[e+1]) {
+		return 0, 0, false // scp-like "git@github.com:org/repo.git": an SSH login, not an address
 	}
 	dom := strings.ToLower(text[at+1 : e])
 	if strings.HasPrefix(dom, "example.") || strings.Contains(dom, ".example.") {

@@ -41,6 +41,8 @@ func piiCases() []scanCase {
 		// hard negatives
 		{"email documentation domain", Input{Text: "user@example.com and a@b.example.org"}, "", "", ""},
 		{"email image name", Input{Text: "icon@2x.png logo@3x.jpg"}, "", "", ""},
+		{"scp-like ssh target", Input{Text: "origin git@github.com:gatehouse-mcp/gatehouse.git (fetch)"}, "", "", ""},
+		{"email before a colon and port-like digits", Input{Text: "mail ops@corp-mail.net:25 relay"}, RuleEmail, High, "ops@corp-mail.net"},
 		{"npm scope", Input{Text: "import x from '@types/node'"}, "", "", ""},
 		{"date", Input{Text: "on 2024-01-15 at 10:30:00"}, "", "", ""},
 		{"timestamp", Input{Text: "ts=1701388800 ms=1701388800123"}, "", "", ""},

@@ -95,6 +95,10 @@ type glRule struct {
 	check       precheck
 	back, fwd   int // window around a keyword hit, in bytes
 	githubSum   bool
+	// generic: a "generic-*" rule, whose secrets get the known-shape
+	// controls (notSecretShape); a provider's rule keeps its format even
+	// when that is a UUID or hex (Heroku's keys are UUIDs).
+	generic bool
 	// A semi-generic rule split at its assignment operator: pre must
 	// match the name part exactly (anchored at both ends), suf the
 	// operator, value and terminator from the operator on (anchored at
@@ -170,7 +174,7 @@ func loadGitleaksFrom(src string) ([]glRule, allowlist, [][]string, error) {
 			}
 			words = []string{p}
 		}
-		r := glRule{id: d.ID, re: re, secretGroup: d.SecretGroup, entropy: d.Entropy, back: 64, fwd: 400}
+		r := glRule{id: d.ID, re: re, secretGroup: d.SecretGroup, entropy: d.Entropy, back: 64, fwd: 400, generic: strings.HasPrefix(d.ID, "generic")}
 		for _, a := range d.Allowlists {
 			if strings.EqualFold(a.Condition, "AND") && len(a.Paths) > 0 {
 				// Needs a path to match as well: never applies here.

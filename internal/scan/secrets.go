@@ -414,7 +414,7 @@ func (f *secretFamily) accept(sc *secretScratch, text string, r *glRule, ss, se,
 	if r.entropy > 0 && shannon(secret) <= r.entropy {
 		return
 	}
-	if isPlaceholder(secret) || r.conf != High && notSecretShape(secret) {
+	if isPlaceholder(secret) || r.generic && notSecretShape(secret) {
 		return
 	}
 	match := text[ms:me]

@@ -111,6 +111,7 @@ func secretPositives() []scanCase {
 		{"hugging face", Input{Text: "HF_TOKEN " + hf + "\n"}, "huggingface-access-token", High, hf},
 		{"vault legacy service token", Input{Text: "VAULT_TOKEN=s." + rnd(41, alnum, 24) + "\n"}, "vault-service-token", High, "s." + rnd(41, alnum, 24)},
 		{"vault service token", Input{Text: "token hvs." + rnd(42, alnum, 95) + " x"}, "vault-service-token", High, "hvs." + rnd(42, alnum, 95)},
+		{"heroku key is a uuid", Input{Text: "HEROKU_API_KEY=3f2b8c1e-9d4a-4e7b-8f6a-2c1d0e9b7a65\n"}, "heroku-api-key", Medium, "3f2b8c1e-9d4a-4e7b-8f6a-2c1d0e9b7a65"},
 		{"digitalocean", Input{Text: "DO " + do + "\n"}, "digitalocean-pat", High, do},
 		{"pem rsa private key", Input{Text: "key:\n" + rsa + "\nmore"}, RulePEMPrivateKey, High, rsa},
 		{"openssh private key", Input{Text: ossh}, RuleOpenSSHPrivateKey, High, ossh},

@@ -56,6 +56,8 @@ type digitRun struct {
 	ngroups    int
 	seps       [8]byte // separator after each group
 	paren      bool    // the first group is in parentheses: (555) 123-4567
+	open       bool    // a parenthesis after the country code is open: +1 (415) ...
+	openAt     int     // the group it opened before
 }
 
 func (r *digitRun) sameSeps() (byte, bool) {
@@ -196,9 +198,23 @@ func readDigitRun(text string, i int) digitRun {
 		}
 		sep := text[j]
 		k := j + 1
-		if sep == ')' && r.paren && r.ngroups == 0 && k < len(text) && text[k] == ' ' {
+		switch {
+		case sep == ')' && r.paren && r.ngroups == 0 || sep == ')' && r.open && r.ngroups == r.openAt:
+			// "(415) 555" or "+1 (415) 555": the closing parenthesis,
+			// then a space or dash.
+			if k < len(text) && (text[k] == ' ' || text[k] == '-') {
+				k++
+			}
+			r.open = false
+		case sep == ' ' && !r.paren && !r.open && r.ngroups == 0 && k+1 < len(text) && text[k] == '(' && i > 0 && text[i-1] == '+':
+			// "+1 (415) ...": E.164 written with a parenthesized area.
 			k++
-		} else if sep != ' ' && sep != '-' && sep != '.' {
+			r.open, r.openAt = true, 1
+		case sep == ' ' || sep == '-' || sep == '.':
+		default:
+			k = -1
+		}
+		if k < 0 {
 			r.ngroups++
 			break
 		}
@@ -315,11 +331,17 @@ func boolIdx(b bool) int {
 
 // nanpExchange: the exchange code (second group) starts with 2-9.
 func nanpExchange(r *digitRun, span string) bool {
-	off := int(r.groups[0]) + 1
-	if r.paren {
-		off = int(r.groups[0]) + 3 // "(555) "
+	i := 0
+	for i < len(span) && !isDigit(span[i]) {
+		i++
 	}
-	return off < len(span) && span[off] >= '2'
+	for i < len(span) && isDigit(span[i]) {
+		i++
+	}
+	for i < len(span) && !isDigit(span[i]) {
+		i++
+	}
+	return i < len(span) && span[i] >= '2'
 }
 
 // looksLikeDate: a first group of 4 digits 19xx/20xx followed by two

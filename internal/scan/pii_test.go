@@ -21,6 +21,7 @@ func piiCases() []scanCase {
 		{"email in json", Input{Text: `{"owner":"r.smith@mail.co.uk"}`}, RuleEmail, High, "r.smith@mail.co.uk"},
 		{"phone e164", Input{Text: "call +14155552671 now"}, RulePhone, Medium, "+14155552671"},
 		{"phone e164 spaced", Input{Text: "tel +44 20 7946 0958."}, RulePhone, Medium, "+44 20 7946 0958"},
+		{"phone e164 with parenthesized area", Input{Text: "call +1 (415) 555-2671."}, RulePhone, Medium, "+1 (415) 555-2671"},
 		{"phone nanp", Input{Text: "phone: (415) 555-2671"}, RulePhone, Medium, "(415) 555-2671"},
 		{"phone nanp dashes", Input{Text: "reach 415-555-2671 anytime"}, RulePhone, Low, "415-555-2671"},
 		{"phone uk national", Input{Text: "Mobile: 07700 900123"}, RulePhone, Medium, "07700 900123"},
@@ -59,6 +60,7 @@ func piiCases() []scanCase {
 		{"iban bad check", Input{Text: "DE89 3704 0044 0532 0130 01"}, "", "", ""},
 		{"hex digest", Input{Text: "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}, "", "", ""},
 		{"uuid", Input{Text: "id 3f2b8c1e-9d4a-4e7b-8f6a-2c1d0e9b7a65"}, "", "", ""},
+		{"parenthesized number in prose", Input{Text: "see page 1 (2024) and item 12 (3)"}, "", "", ""},
 		{"plain digits", Input{Text: "count 4155552671 rows"}, "", "", ""},
 	}
 }

@@ -141,6 +141,7 @@ func FuzzKeywords(f *testing.F) {
 	f.Add("she\x00he\x00hers", "ushers HERS")
 	f.Add("a\x00aa\x00aaa", "aaaaaa")
 	f.Add("AKIA\x00-----BEGIN", "xx akia -----begin")
+	f.Add("needle\x00ee\x00e", strings.Repeat("z", 61)+"NEEDLE"+strings.Repeat("e", 70)) // two streams, buffer overflow
 	f.Fuzz(func(t *testing.T, wordList, text string) {
 		words := strings.Split(wordList, "\x00")
 		if len(words) > 64 {

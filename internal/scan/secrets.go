@@ -564,7 +564,8 @@ func jwtAt(text string, start int) (Finding, bool) {
 }
 
 // urlCredentials matches scheme://user:password@host with "://" at
-// start (RFC 3986 §3.2.1); the span is the password.
+// start (RFC 3986 §3.2.1; the user may be empty, as in
+// redis://:password@host); the span is the password.
 func urlCredentials(text string, start int) (Finding, bool) {
 	// Scheme: a letter, then letters, digits, "+", "-", ".".
 	s := start
@@ -594,7 +595,7 @@ func urlCredentials(text string, start int) (Finding, bool) {
 			break
 		}
 	}
-	if colon < 0 || at < 0 || colon == u || at-colon < 2 || at+1 >= len(text) {
+	if colon < 0 || at < 0 || at-colon < 2 || at+1 >= len(text) {
 		return Finding{}, false
 	}
 	if h := text[at+1]; !(isWordByte(h) || h == '[') {

@@ -120,6 +120,7 @@ func secretPositives() []scanCase {
 		{"jwt signed", Input{Text: "id_token=" + jwt + "&x=1"}, RuleJWT, High, jwt},
 		{"jwt unsigned", Input{Text: "t " + jwtNone + " "}, RuleJWT, Medium, jwtNone},
 		{"url credentials", Input{Text: "DATABASE_URL=postgres://app:Xk9!mQ2v-77@db.internal:5432/app"}, RuleURLCredentials, High, "Xk9!mQ2v-77"},
+		{"url credentials, empty user", Input{Text: "REDIS_URL=redis://:Qm7vX2pL9k@cache:6379/0"}, RuleURLCredentials, High, "Qm7vX2pL9k"},
 		{"url credentials https", Input{Text: "clone https://bot:" + bearer + "@git.corp.example.net/r.git"}, RuleURLCredentials, High, bearer},
 		{"bearer header", Input{Text: "Authorization: Bearer " + bearer}, RuleHTTPBearer, High, bearer},
 		{"bearer bare", Input{Text: "use Bearer " + bearer + " to call"}, RuleHTTPBearer, Medium, bearer},

@@ -214,6 +214,21 @@ func loadGitleaksFrom(src string) ([]glRule, allowlist, [][]string, error) {
 		default:
 			r.check = checkToken
 		}
+		if r.check == checkToken && r.conf == High {
+			context := true
+			for _, w := range words {
+				if keywordInRegex(w, d.Regex) || !isContextWord(w) {
+					context = false
+				}
+			}
+			if context {
+				// Every keyword only says "this provider is mentioned"
+				// (facebook-access-token: "facebook" near 15 digits, a
+				// "|" and a token): no fixed prefix of its own, it only
+				// flags.
+				r.conf = Medium
+			}
+		}
 		switch d.ID {
 		case "github-pat", "github-oauth", "github-app-token", "github-refresh-token":
 			r.githubSum = true
@@ -246,6 +261,30 @@ func (r *glRule) split(src string) error {
 	}
 	r.pre, r.suf, r.preGroups = pre, suf, pre.NumSubexp()
 	return nil
+}
+
+// keywordInRegex reports whether keyword w occurs literally in the
+// regex source (ASCII case folded, backslashes removed): the keyword is
+// then part of the match, and of the whitespace-delimited token around
+// it. A keyword that does not (a provider's name as context, or a prefix
+// the regex spells as an alternation like "(?:ghu|ghs)_") gets a wide
+// window instead of its token.
+func keywordInRegex(w, src string) bool {
+	return strings.Contains(strings.ToLower(strings.ReplaceAll(src, `\`, "")), strings.ToLower(w))
+}
+
+// isContextWord: a keyword of 5 or more letters only (a provider's
+// name such as "facebook"), as opposed to a token prefix ("ghu_", "xoxb").
+func isContextWord(w string) bool {
+	if len(w) < 5 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 func compileAllowlist(a glAllowlist) (allowlist, error) {

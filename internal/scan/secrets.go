@@ -53,9 +53,17 @@ type secretFamily struct {
 	global  allowlist
 	kw      *keywords
 	kwRules [][]int32 // per keyword: gitleaks rule indices, or own detectors (< 0)
+	kwWide  [][]uint8 // per keyword, aligned with kwRules: wideNo, wideChecked or wideContext
 	kwLen   []int
 	pool    sync.Pool
 }
+
+// How a prefixed rule's regex is windowed at a keyword hit.
+const (
+	wideNo      uint8 = iota // the keyword is in the regex: the hit's token
+	wideChecked              // the regex spells the keyword as an alternation ("(?:ghu|ghs)_"): 256 bytes each side, after the token precheck
+	wideContext              // the keyword is the provider's name, not part of the match ("facebook"): 256 bytes each side, no precheck
+)
 
 type pendingWindow struct {
 	ws, we int
@@ -92,7 +100,7 @@ func newSecretFamily() (family, error) {
 	f := &secretFamily{rules: rules, global: global}
 	index := map[string]int{}
 	var words []string
-	add := func(w string, slot int32) {
+	add := func(w string, slot int32, wide uint8) {
 		lw := strings.ToLower(w)
 		i, ok := index[lw]
 		if !ok {
@@ -100,19 +108,28 @@ func newSecretFamily() (family, error) {
 			index[lw] = i
 			words = append(words, lw)
 			f.kwRules = append(f.kwRules, nil)
+			f.kwWide = append(f.kwWide, nil)
 			f.kwLen = append(f.kwLen, len(lw))
 		}
 		if !slices.Contains(f.kwRules[i], slot) {
 			f.kwRules[i] = append(f.kwRules[i], slot)
+			f.kwWide[i] = append(f.kwWide[i], wide)
 		}
 	}
 	for ri, ws := range ruleWords {
 		for _, w := range ws {
-			add(w, int32(ri))
+			wide := wideNo
+			if rules[ri].check == checkToken && !keywordInRegex(w, rules[ri].re.String()) {
+				wide = wideChecked
+				if isContextWord(w) {
+					wide = wideContext
+				}
+			}
+			add(w, int32(ri), wide)
 		}
 	}
 	for _, o := range ownKeywords {
-		add(o.word, o.det)
+		add(o.word, o.det, wideNo)
 	}
 	f.kw = newKeywords(words)
 	n := len(rules)
@@ -127,7 +144,7 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 	f.kw.each(text, func(w, end int) bool {
 		start := end - f.kwLen[w]
 		op := -2 // assignFollows(text, end), computed once per hit
-		for _, ri := range f.kwRules[w] {
+		for j, ri := range f.kwRules[w] {
 			if ri < 0 {
 				f.own(sc, text, ri, start, end)
 				continue
@@ -149,12 +166,16 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 				continue
 			}
 			var ws, we int
-			if r.check == checkToken {
+			wide := f.kwWide[w][j] != wideNo
+			switch {
+			case wide:
+				ws, we = max(0, start-256), min(len(text), end+256)
+			case r.check == checkToken:
 				ws, we = tokenAround(text, start, end)
-			} else {
+			default:
 				ws, we = max(0, start-r.back), min(len(text), end+r.fwd)
 			}
-			if !r.passes(text, start, end, ws, we) {
+			if f.kwWide[w][j] != wideContext && !r.passes(text, start, end, ws, we) {
 				continue
 			}
 			if r.check == checkVault && end-start == 2 {
@@ -169,7 +190,7 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 			p := &sc.pend[ri]
 			// Merge overlapping windows (for token windows: hits in one
 			// token; the next token's window only shares context bytes).
-			if p.on && (ws < p.we-1 || ws <= p.we && r.check != checkToken) {
+			if p.on && (ws < p.we-1 || ws <= p.we && (r.check != checkToken || wide)) {
 				p.we = max(p.we, we)
 				continue
 			}

@@ -278,19 +278,6 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 	}
 }
 
-// runeSpan widens [s, e) to UTF-8 boundaries (a span next to invalid
-// UTF-8, where a continuation byte stands alone, takes it in), so a
-// redaction never splits a character.
-func runeSpan(text string, s, e int) (int, int) {
-	for s > 0 && !utf8.RuneStart(text[s]) {
-		s--
-	}
-	for e < len(text) && !utf8.RuneStart(text[e]) {
-		e++
-	}
-	return s, e
-}
-
 func confRank(c Confidence) int {
 	switch c {
 	case High:
@@ -809,4 +796,17 @@ func vaultTerminated(text string, i int) bool {
 		return i+1 < len(text) && (text[i+1] == 'n' || text[i+1] == 'r')
 	}
 	return false
+}
+
+// runeSpan widens [s, e) to UTF-8 boundaries (a span next to invalid
+// UTF-8, where a continuation byte stands alone, takes it in), so a
+// redaction never splits a character.
+func runeSpan(text string, s, e int) (int, int) {
+	for s > 0 && !utf8.RuneStart(text[s]) {
+		s--
+	}
+	for e < len(text) && !utf8.RuneStart(text[e]) {
+		e++
+	}
+	return s, e
 }

@@ -65,3 +65,31 @@ func TestScanCPUTime(t *testing.T) {
 		t.Logf("%-34s %10v/op %8.0f MB/s", c.name, best, float64(len(c.text))/best.Seconds()/1e6)
 	}
 }
+
+// TestScanLinear: texts built so that each keyword hit would re-read
+// what follows it (a bearer token of dotted "bearer" words, nothing but
+// "@", URL-like runs) are scanned in time linear in their length: the
+// 64 KiB text costs at most 40 times the 4 KiB one per byte (generous:
+// the machine is shared; a quadratic scan is 16 times worse per byte).
+func TestScanLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	for _, unit := range []string{".bearer", "@a.", "://a", "Basic QUFB", "eyJhbGciOiJub25lIn0.", "-----BEGIN A PRIVATE KEY-----", "ghp_", "s.", "key=", "4111-", "DE89 "} {
+		per := func(n int) float64 {
+			text := "Bearer x" + strings.Repeat(unit, n/len(unit))
+			best := time.Duration(1 << 62)
+			for r := 0; r < 3; r++ {
+				t0 := time.Now()
+				testScanner.Scan(Input{Text: text}, func(Finding) {})
+				best = min(best, time.Since(t0))
+			}
+			return float64(best) / float64(len(text))
+		}
+		small, large := per(4<<10), per(64<<10)
+		t.Logf("%q: %.1f ns/byte at 4 KiB, %.1f at 64 KiB", unit, small, large)
+		if large > 40*small && large > 200 { // 200 ns/byte: far below any real concern
+			t.Errorf("%q: %.1f ns/byte at 64 KiB, %.1f at 4 KiB", unit, large, small)
+		}
+	}
+}

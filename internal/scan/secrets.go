@@ -82,6 +82,10 @@ type secretScratch struct {
 	// lowBudget: how many more low-confidence candidates may run in
 	// this string (lowBudgetFor).
 	lowBudget int
+	// text[runA:runB] has no whitespace (tokenAround's memory);
+	// runStart: runA is where the token starts, not a 512-byte bound.
+	runA, runB      int
+	runOK, runStart bool
 }
 
 // lowBudgetFor is the number of low-confidence candidates (generic
@@ -141,6 +145,7 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 	text := in.Text
 	sc := f.pool.Get().(*secretScratch)
 	sc.lowBudget = lowBudgetFor(len(text))
+	sc.runOK = false
 	f.kw.each(text, func(w, end int) bool {
 		start := end - f.kwLen[w]
 		op := -2 // assignFollows(text, end), computed once per hit
@@ -171,7 +176,7 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 			case wide:
 				ws, we = max(0, start-256), min(len(text), end+256)
 			case r.check == checkToken:
-				ws, we = tokenAround(text, start, end)
+				ws, we = sc.tokenAround(text, start, end)
 			default:
 				ws, we = max(0, start-r.back), min(len(text), end+r.fwd)
 			}
@@ -306,14 +311,24 @@ func snapWindow(text string, ws, we int) (int, int) {
 }
 
 // tokenAround is the whitespace-delimited token holding text[start:end]
-// (at most 512 bytes each side), with one byte of context each side.
-func tokenAround(text string, start, end int) (int, int) {
-	ws := start
-	for lim := max(0, start-512); ws > lim && !isSpace(text[ws-1]); ws-- {
+// (at most 512 bytes each side), with one byte of context each side. It
+// remembers the last run of non-space bytes it read (runA, runB), so
+// that dense hits in one long token cost no re-reading.
+func (sc *secretScratch) tokenAround(text string, start, end int) (int, int) {
+	if !(sc.runOK && sc.runA <= start && start <= sc.runB && (sc.runStart || start-512 >= sc.runA)) {
+		a := start
+		for lim := max(0, start-512); a > lim && !isSpace(text[a-1]); a-- {
+		}
+		sc.runA, sc.runB, sc.runOK = a, start, true
+		sc.runStart = a == 0 || isSpace(text[a-1])
 	}
-	we := end
-	for lim := min(len(text), end+512); we < lim && !isSpace(text[we]); we++ {
+	ws := max(sc.runA, start-512)
+	if end > sc.runB {
+		sc.runB = end
 	}
+	for lim := min(len(text), end+512); sc.runB < lim && !isSpace(text[sc.runB]); sc.runB++ {
+	}
+	we := min(sc.runB, end+512)
 	return max(0, ws-1), min(len(text), we+1)
 }
 

@@ -372,3 +372,29 @@ func TestScanConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenAround: the remembered run gives the windows a fresh scan
+// gives, for hits in order of end offset in short and over-long tokens.
+func TestTokenAround(t *testing.T) {
+	fresh := func(text string, start, end int) (int, int) {
+		ws := start
+		for lim := max(0, start-512); ws > lim && !isSpace(text[ws-1]); ws-- {
+		}
+		we := end
+		for lim := min(len(text), end+512); we < lim && !isSpace(text[we]); we++ {
+		}
+		return max(0, ws-1), min(len(text), we+1)
+	}
+	text := "a ghp_x ghp_ghp_ y " + strings.Repeat("ghp_", 400) + " z " + strings.Repeat("q", 700) + "ghp_" + strings.Repeat("r", 30) + "ghp_"
+	var sc secretScratch
+	k := newKeywords([]string{"ghp_", "p_"})
+	k.each(text, func(w, end int) bool {
+		start := end - []int{4, 2}[w]
+		gs, ge := sc.tokenAround(text, start, end)
+		ws, we := fresh(text, start, end)
+		if gs != ws || ge != we {
+			t.Fatalf("hit [%d,%d): window [%d,%d), fresh [%d,%d)", start, end, gs, ge, ws, we)
+		}
+		return true
+	})
+}

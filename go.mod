@@ -3,6 +3,7 @@ module github.com/gatehouse-mcp/gatehouse
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/cel-go v0.31.0
 	github.com/google/jsonschema-go v0.4.3
@@ -19,7 +20,6 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
-	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -69,4 +70,30 @@ func TestBenignCorpus(t *testing.T) {
 	s.Scan(Input{Text: text}, func(f Finding) {
 		t.Errorf("benign text: %s (%s, %s) at %d: %q", f.Rule, f.Class, f.Confidence, f.Start, text[max(0, f.Start-20):min(len(text), f.End+10)])
 	})
+}
+
+// BenchmarkScanAdversarial64KiB scans 64 KiB of texts built to make
+// hits expensive: every keyword hit passing its precheck.
+func BenchmarkScanAdversarial64KiB(b *testing.B) {
+	s, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, unit string }{
+		{"pem-begin", "-----BEGIN RSA PRIVATE KEY-----\n"},
+		{"generic-assign", "api_key = 'q8Zr2Lm0Xv7Tn4Wp' "},
+		{"keyword-only", "key token secret api auth "},
+		{"url", "https://u:p4ss@h/ "},
+		{"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJhIjoxfQ.c2lnbmF0dXJlc2lnbmF0dXJl "},
+		{"digits", "4539 1488 0343 6467 +14155552671 536-90-4399 "},
+		{"vault", "s.abcdefghijklmnopqrstuvwx "},
+	} {
+		text := strings.Repeat(tc.unit, (64<<10)/len(tc.unit)+1)[:64<<10]
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				s.Scan(Input{Text: text}, func(Finding) {})
+			}
+		})
+	}
 }

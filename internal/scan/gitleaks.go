@@ -76,8 +76,12 @@ const (
 	checkToken
 	// checkCurl: curl's -u/--user or -H/--header is in the window.
 	checkCurl
-	// checkK8s: "data:" is in the window.
+	// checkK8s: "kind:", spaces or tabs and an optional quote right
+	// before the keyword "secret" (both alternatives of the rule need it).
 	checkK8s
+	// checkVault: after "s." 24 letters or digits and a non-word byte
+	// (HashiCorp Vault's legacy service token); "hvs." passes.
+	checkVault
 )
 
 // glRule is one compiled gitleaks rule.
@@ -91,6 +95,10 @@ type glRule struct {
 	check       precheck
 	back, fwd   int // window around a keyword hit, in bytes
 	githubSum   bool
+	// generic: a "generic-*" rule, whose secrets get the known-shape
+	// controls (notSecretShape); a provider's rule keeps its format even
+	// when that is a UUID or hex (Heroku's keys are UUIDs).
+	generic bool
 	// A semi-generic rule split at its assignment operator: pre must
 	// match the name part exactly (anchored at both ends), suf the
 	// operator, value and terminator from the operator on (anchored at
@@ -124,8 +132,14 @@ const semiGenericOp = `(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 // string on the wire), and the global allowlist. A rule that does not
 // compile is an error naming the rule id.
 func loadGitleaks() ([]glRule, allowlist, [][]string, error) {
+	return loadGitleaksFrom(gitleaksTOML)
+}
+
+// loadGitleaksFrom compiles a rule set in gitleaks' format (see
+// loadGitleaks).
+func loadGitleaksFrom(src string) ([]glRule, allowlist, [][]string, error) {
 	var cfg glConfig
-	if _, err := toml.Decode(gitleaksTOML, &cfg); err != nil {
+	if _, err := toml.Decode(src, &cfg); err != nil {
 		return nil, allowlist{}, nil, fmt.Errorf("scan: gitleaks rules: %w", err)
 	}
 	global, err := compileAllowlist(cfg.Allowlist)
@@ -160,7 +174,7 @@ func loadGitleaks() ([]glRule, allowlist, [][]string, error) {
 			}
 			words = []string{p}
 		}
-		r := glRule{id: d.ID, re: re, secretGroup: d.SecretGroup, entropy: d.Entropy, back: 64, fwd: 400}
+		r := glRule{id: d.ID, re: re, secretGroup: d.SecretGroup, entropy: d.Entropy, back: 64, fwd: 400, generic: strings.HasPrefix(d.ID, "generic")}
 		for _, a := range d.Allowlists {
 			if strings.EqualFold(a.Condition, "AND") && len(a.Paths) > 0 {
 				// Needs a path to match as well: never applies here.
@@ -193,10 +207,27 @@ func loadGitleaks() ([]glRule, allowlist, [][]string, error) {
 			if err := r.split(d.Regex); err != nil {
 				return nil, allowlist{}, nil, fmt.Errorf("scan: gitleaks rule %q: %w", d.ID, err)
 			}
+		case d.ID == "vault-service-token":
+			r.check = checkVault
 		case d.ID == "freemius-secret-key" || d.ID == "nuget-config-password":
 			r.check = checkNone
 		default:
 			r.check = checkToken
+		}
+		if r.check == checkToken && r.conf == High {
+			context := true
+			for _, w := range words {
+				if keywordInRegex(w, d.Regex) || !isContextWord(w) {
+					context = false
+				}
+			}
+			if context {
+				// Every keyword only says "this provider is mentioned"
+				// (facebook-access-token: "facebook" near 15 digits, a
+				// "|" and a token): no fixed prefix of its own, it only
+				// flags.
+				r.conf = Medium
+			}
 		}
 		switch d.ID {
 		case "github-pat", "github-oauth", "github-app-token", "github-refresh-token":
@@ -230,6 +261,30 @@ func (r *glRule) split(src string) error {
 	}
 	r.pre, r.suf, r.preGroups = pre, suf, pre.NumSubexp()
 	return nil
+}
+
+// keywordInRegex reports whether keyword w occurs literally in the
+// regex source (ASCII case folded, backslashes removed): the keyword is
+// then part of the match, and of the whitespace-delimited token around
+// it. A keyword that does not (a provider's name as context, or a prefix
+// the regex spells as an alternation like "(?:ghu|ghs)_") gets a wide
+// window instead of its token.
+func keywordInRegex(w, src string) bool {
+	return strings.Contains(strings.ToLower(strings.ReplaceAll(src, `\`, "")), strings.ToLower(w))
+}
+
+// isContextWord: a keyword of 5 or more letters only (a provider's
+// name such as "facebook"), as opposed to a token prefix ("ghu_", "xoxb").
+func isContextWord(w string) bool {
+	if len(w) < 5 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 func compileAllowlist(a glAllowlist) (allowlist, error) {
@@ -293,7 +348,24 @@ func (r *glRule) passes(text string, start, end, ws, we int) bool {
 		w := text[ws:we]
 		return strings.Contains(w, "-u") || strings.Contains(w, "--user") || strings.Contains(w, "-H") || strings.Contains(w, "--header")
 	case checkK8s:
-		return strings.Contains(text[ws:we], "ata:")
+		i := start
+		for i > 0 && start-i < 16 && (text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '"' || text[i-1] == '\'') {
+			i--
+		}
+		return i >= 5 && strings.EqualFold(text[i-5:i], "kind:")
+	case checkVault:
+		if end-start != 2 {
+			return true // "hvs."
+		}
+		if end+24 > len(text) || end+24 < len(text) && isWordByte(text[end+24]) {
+			return false
+		}
+		for i := end; i < end+24; i++ {
+			if !isAlnum(text[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"math/bits"
 	"strings"
 )
 
@@ -18,7 +19,8 @@ const (
 	piiContextBytes = 48                 // how far before a number its context word may end
 )
 
-// piiFamily finds personal data with one byte pass: it stops only at
+// piiFamily finds personal data in ModeData strings (not in tool
+// definitions) with one byte pass: it stops only at
 // '@' (e-mail) and at digits (every other rule), so text without either
 // costs one comparison per byte, and it skips alphanumeric tokens that
 // merely contain digits (hex ids, digests) in one step.
@@ -54,6 +56,8 @@ type digitRun struct {
 	ngroups    int
 	seps       [8]byte // separator after each group
 	paren      bool    // the first group is in parentheses: (555) 123-4567
+	open       bool    // a parenthesis after the country code is open: +1 (415) ...
+	openAt     int     // the group it opened before
 }
 
 func (r *digitRun) sameSeps() (byte, bool) {
@@ -82,9 +86,15 @@ func (r *digitRun) shape(lens ...uint8) bool {
 }
 
 func (f *piiFamily) scan(in Input, emit func(Finding)) {
+	if in.Mode == ModeToolDefinition {
+		return // tool definitions are scanned for poisoning and secrets only
+	}
 	text := in.Text
 	n := len(text)
 	for i := 0; i < n; {
+		if i = piiSkip(text, i); i >= n {
+			break
+		}
 		c := text[i]
 		if c == '@' {
 			if s, e, ok := emailAt(text, i); ok {
@@ -132,7 +142,34 @@ func (f *piiFamily) scan(in Input, emit func(Finding)) {
 	}
 }
 
+// piiSkip returns the offset of the first byte at or after i that may
+// start a personal-data match (0x30-0x40: a digit, '@' or one of
+// ":;<=>?"), or len(text). It tests eight bytes at a time (a SWAR
+// "has byte between" test; bytes >= 0x80 never qualify).
+func piiSkip(text string, i int) int {
+	const (
+		ones = 0x0101010101010101
+		lo7  = 0x7f7f7f7f7f7f7f7f
+		hi   = 0x8080808080808080
+	)
+	for ; i+8 <= len(text); i += 8 {
+		x := uint64(text[i]) | uint64(text[i+1])<<8 | uint64(text[i+2])<<16 | uint64(text[i+3])<<24 |
+			uint64(text[i+4])<<32 | uint64(text[i+5])<<40 | uint64(text[i+6])<<48 | uint64(text[i+7])<<56
+		t := x & lo7
+		if v := (ones*(127+0x41) - t) &^ x & (t + ones*(127-0x2f)) & hi; v != 0 {
+			return i + bits.TrailingZeros64(v)/8
+		}
+	}
+	for ; i < len(text); i++ {
+		if c := text[i]; c >= 0x30 && c <= 0x40 {
+			return i
+		}
+	}
+	return i
+}
+
 func piiFinding(rule string, conf Confidence, text string, s, e int) Finding {
+	s, e = runeSpan(text, s, e)
 	return Finding{Rule: rule, Class: ClassPII, Confidence: conf, Start: s, End: e, Excerpt: mask(text[s:e])}
 }
 
@@ -161,9 +198,23 @@ func readDigitRun(text string, i int) digitRun {
 		}
 		sep := text[j]
 		k := j + 1
-		if sep == ')' && r.paren && r.ngroups == 0 && k < len(text) && text[k] == ' ' {
+		switch {
+		case sep == ')' && r.paren && r.ngroups == 0 || sep == ')' && r.open && r.ngroups == r.openAt:
+			// "(415) 555" or "+1 (415) 555": the closing parenthesis,
+			// then a space or dash.
+			if k < len(text) && (text[k] == ' ' || text[k] == '-') {
+				k++
+			}
+			r.open = false
+		case sep == ' ' && !r.paren && !r.open && r.ngroups == 0 && k+1 < len(text) && text[k] == '(' && i > 0 && text[i-1] == '+':
+			// "+1 (415) ...": E.164 written with a parenthesized area.
 			k++
-		} else if sep != ' ' && sep != '-' && sep != '.' {
+			r.open, r.openAt = true, 1
+		case sep == ' ' || sep == '-' || sep == '.':
+		default:
+			k = -1
+		}
+		if k < 0 {
 			r.ngroups++
 			break
 		}
@@ -280,11 +331,17 @@ func boolIdx(b bool) int {
 
 // nanpExchange: the exchange code (second group) starts with 2-9.
 func nanpExchange(r *digitRun, span string) bool {
-	off := int(r.groups[0]) + 1
-	if r.paren {
-		off = int(r.groups[0]) + 3 // "(555) "
+	i := 0
+	for i < len(span) && !isDigit(span[i]) {
+		i++
 	}
-	return off < len(span) && span[off] >= '2'
+	for i < len(span) && isDigit(span[i]) {
+		i++
+	}
+	for i < len(span) && !isDigit(span[i]) {
+		i++
+	}
+	return i < len(span) && span[i] >= '2'
 }
 
 // looksLikeDate: a first group of 4 digits 19xx/20xx followed by two
@@ -328,7 +385,8 @@ func allDigits(s string) bool {
 // emailAt matches an address around the '@' at at: a dot-atom local part
 // of 1-64 bytes and a domain of labels with a TLD of 2 or more letters;
 // documentation domains (RFC 2606: example.*, .test, .invalid,
-// .localhost) and image names like "icon@2x.png" are not addresses.
+// .localhost), image names like "icon@2x.png" and scp-like SSH targets
+// ("git@github.com:org/repo.git") are not addresses.
 func emailAt(text string, at int) (int, int, bool) {
 	s := at
 	for s > 0 && at-s < 64 {
@@ -375,6 +433,9 @@ func emailAt(text string, at int) (int, int, bool) {
 	switch tld {
 	case "png", "jpg", "jpeg", "gif", "svg", "webp", "js", "ts", "css", "json", "test", "invalid", "localhost", "example", "local":
 		return 0, 0, false
+	}
+	if e < len(text) && text[e] == ':' && e+1 < len(text) && !isDigit(text[e+1]) {
+		return 0, 0, false // scp-like "git@github.com:org/repo.git": an SSH login, not an address
 	}
 	dom := strings.ToLower(text[at+1 : e])
 	if strings.HasPrefix(dom, "example.") || strings.Contains(dom, ".example.") {

@@ -21,6 +21,7 @@ func piiCases() []scanCase {
 		{"email in json", Input{Text: `{"owner":"r.smith@mail.co.uk"}`}, RuleEmail, High, "r.smith@mail.co.uk"},
 		{"phone e164", Input{Text: "call +14155552671 now"}, RulePhone, Medium, "+14155552671"},
 		{"phone e164 spaced", Input{Text: "tel +44 20 7946 0958."}, RulePhone, Medium, "+44 20 7946 0958"},
+		{"phone e164 with parenthesized area", Input{Text: "call +1 (415) 555-2671."}, RulePhone, Medium, "+1 (415) 555-2671"},
 		{"phone nanp", Input{Text: "phone: (415) 555-2671"}, RulePhone, Medium, "(415) 555-2671"},
 		{"phone nanp dashes", Input{Text: "reach 415-555-2671 anytime"}, RulePhone, Low, "415-555-2671"},
 		{"phone uk national", Input{Text: "Mobile: 07700 900123"}, RulePhone, Medium, "07700 900123"},
@@ -41,6 +42,8 @@ func piiCases() []scanCase {
 		// hard negatives
 		{"email documentation domain", Input{Text: "user@example.com and a@b.example.org"}, "", "", ""},
 		{"email image name", Input{Text: "icon@2x.png logo@3x.jpg"}, "", "", ""},
+		{"scp-like ssh target", Input{Text: "origin git@github.com:gatehouse-mcp/gatehouse.git (fetch)"}, "", "", ""},
+		{"email before a colon and port-like digits", Input{Text: "mail ops@corp-mail.net:25 relay"}, RuleEmail, High, "ops@corp-mail.net"},
 		{"npm scope", Input{Text: "import x from '@types/node'"}, "", "", ""},
 		{"date", Input{Text: "on 2024-01-15 at 10:30:00"}, "", "", ""},
 		{"timestamp", Input{Text: "ts=1701388800 ms=1701388800123"}, "", "", ""},
@@ -57,8 +60,59 @@ func piiCases() []scanCase {
 		{"iban bad check", Input{Text: "DE89 3704 0044 0532 0130 01"}, "", "", ""},
 		{"hex digest", Input{Text: "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}, "", "", ""},
 		{"uuid", Input{Text: "id 3f2b8c1e-9d4a-4e7b-8f6a-2c1d0e9b7a65"}, "", "", ""},
+		{"parenthesized number in prose", Input{Text: "see page 1 (2024) and item 12 (3)"}, "", "", ""},
 		{"plain digits", Input{Text: "count 4155552671 rows"}, "", "", ""},
 	}
 }
 
 func TestPII(t *testing.T) { checkCases(t, piiCases()) }
+
+func TestPIISkip(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		from int
+		want int
+	}{
+		{"", 0, 0},
+		{"abcdefghijklmnop", 0, 16},
+		{"abcdefgh1", 0, 8},
+		{"abcdefghijk@m", 0, 11},
+		{"a0", 0, 1},
+		{"\x80\xff\xc3\xa9/ABCDEFG9", 0, 12},
+		{"9abcdefghij", 1, 11},
+		{"abc:defgh", 0, 3},
+	} {
+		if got := piiSkip(tc.text, tc.from); got != tc.want {
+			t.Errorf("piiSkip(%q, %d) = %d, want %d", tc.text, tc.from, got, tc.want)
+		}
+	}
+	// Against the byte-by-byte definition, for every byte value.
+	for b := 0; b < 256; b++ {
+		s := "xxxxxxxxxx" + string([]byte{byte(b)}) + "xxxxxxxx"
+		want := len(s)
+		if b >= 0x30 && b <= 0x40 {
+			want = 10
+		}
+		if got := piiSkip(s, 0); got != want {
+			t.Errorf("byte %#x: got %d, want %d", b, got, want)
+		}
+	}
+}
+
+// TestPIIModes: personal data is looked for in data, not in tool
+// definitions (ModeToolDefinition is poisoning and secrets); secrets are
+// looked for in both.
+func TestPIIModes(t *testing.T) {
+	text := "mail jane.doe@acme-corp.io, key AKIA" + rnd(1, upper27, 16)
+	count := func(m Mode) map[Class]int {
+		c := map[Class]int{}
+		testScanner.Scan(Input{Text: text, Mode: m}, func(f Finding) { c[f.Class]++ })
+		return c
+	}
+	if c := count(ModeData); c[ClassPII] != 1 || c[ClassSecret] != 1 {
+		t.Errorf("ModeData: %v", c)
+	}
+	if c := count(ModeToolDefinition); c[ClassPII] != 0 || c[ClassSecret] != 1 {
+		t.Errorf("ModeToolDefinition: %v", c)
+	}
+}

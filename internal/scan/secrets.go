@@ -53,21 +53,48 @@ type secretFamily struct {
 	global  allowlist
 	kw      *keywords
 	kwRules [][]int32 // per keyword: gitleaks rule indices, or own detectors (< 0)
+	kwWide  [][]uint8 // per keyword, aligned with kwRules: wideNo, wideChecked or wideContext
 	kwLen   []int
 	pool    sync.Pool
 }
 
+// How a prefixed rule's regex is windowed at a keyword hit.
+const (
+	wideNo      uint8 = iota // the keyword is in the regex: the hit's token
+	wideChecked              // the regex spells the keyword as an alternation ("(?:ghu|ghs)_"): 256 bytes each side, after the token precheck
+	wideContext              // the keyword is the provider's name, not part of the match ("facebook"): 256 bytes each side, no precheck
+)
+
 type pendingWindow struct {
 	ws, we int
 	on     bool
+	lastOp int // semi-generic rules: 1 + the operator offset last run
 }
 
 // secretScratch is one scan's state, pooled.
 type secretScratch struct {
-	pend   []pendingWindow // per gitleaks rule
-	active []int32
-	found  []Finding
+	pend    []pendingWindow // per gitleaks rule
+	active  []int32
+	touched []int32 // rules with lastOp set
+	found   []Finding
+	// pemSearched: BEGIN lines before it are not searched again.
+	pemSearched int
+	// lowBudget: how many more low-confidence candidates may run in
+	// this string (lowBudgetFor).
+	lowBudget int
+	// text[runA:runB] has no whitespace (tokenAround's memory);
+	// runStart: runA is where the token starts, not a 512-byte bound.
+	runA, runB      int
+	runOK, runStart bool
 }
+
+// lowBudgetFor is the number of low-confidence candidates (generic
+// "key = value" hits that passed the operator precheck) whose regexes
+// and allowlists run in one string of n bytes: 32 plus one per KiB.
+// Beyond it, further generic candidates in that string are not reported
+// (they only flag); this bounds adversarial text, made of nothing but
+// such assignments, to linear time with a small constant.
+func lowBudgetFor(n int) int { return 32 + n/1024 }
 
 func newSecretFamily() (family, error) {
 	rules, global, ruleWords, err := loadGitleaks()
@@ -77,7 +104,7 @@ func newSecretFamily() (family, error) {
 	f := &secretFamily{rules: rules, global: global}
 	index := map[string]int{}
 	var words []string
-	add := func(w string, slot int32) {
+	add := func(w string, slot int32, wide uint8) {
 		lw := strings.ToLower(w)
 		i, ok := index[lw]
 		if !ok {
@@ -85,19 +112,28 @@ func newSecretFamily() (family, error) {
 			index[lw] = i
 			words = append(words, lw)
 			f.kwRules = append(f.kwRules, nil)
+			f.kwWide = append(f.kwWide, nil)
 			f.kwLen = append(f.kwLen, len(lw))
 		}
 		if !slices.Contains(f.kwRules[i], slot) {
 			f.kwRules[i] = append(f.kwRules[i], slot)
+			f.kwWide[i] = append(f.kwWide[i], wide)
 		}
 	}
 	for ri, ws := range ruleWords {
 		for _, w := range ws {
-			add(w, int32(ri))
+			wide := wideNo
+			if rules[ri].check == checkToken && !keywordInRegex(w, rules[ri].re.String()) {
+				wide = wideChecked
+				if isContextWord(w) {
+					wide = wideContext
+				}
+			}
+			add(w, int32(ri), wide)
 		}
 	}
 	for _, o := range ownKeywords {
-		add(o.word, o.det)
+		add(o.word, o.det, wideNo)
 	}
 	f.kw = newKeywords(words)
 	n := len(rules)
@@ -108,31 +144,58 @@ func newSecretFamily() (family, error) {
 func (f *secretFamily) scan(in Input, emit func(Finding)) {
 	text := in.Text
 	sc := f.pool.Get().(*secretScratch)
+	sc.lowBudget = lowBudgetFor(len(text))
+	sc.runOK = false
 	f.kw.each(text, func(w, end int) bool {
 		start := end - f.kwLen[w]
-		for _, ri := range f.kwRules[w] {
+		op := -2 // assignFollows(text, end), computed once per hit
+		for j, ri := range f.kwRules[w] {
 			if ri < 0 {
 				f.own(sc, text, ri, start, end)
 				continue
 			}
 			r := &f.rules[ri]
 			if r.check == checkAssign {
-				if op := assignFollows(text, end); op >= 0 {
+				if op == -2 {
+					op = assignFollows(text, end)
+				}
+				if op >= 0 && sc.pend[ri].lastOp != op+1 {
+					// Two keywords of one rule before one operator
+					// ("api_key"): run it once.
+					if sc.pend[ri].lastOp == 0 {
+						sc.touched = append(sc.touched, ri)
+					}
+					sc.pend[ri].lastOp = op + 1
 					f.runSplit(sc, text, r, start, op)
 				}
 				continue
 			}
 			var ws, we int
-			if r.check == checkToken {
-				ws, we = tokenAround(text, start, end)
-			} else {
+			wide := f.kwWide[w][j] != wideNo
+			switch {
+			case wide:
+				ws, we = max(0, start-256), min(len(text), end+256)
+			case r.check == checkToken:
+				ws, we = sc.tokenAround(text, start, end)
+			default:
 				ws, we = max(0, start-r.back), min(len(text), end+r.fwd)
 			}
-			if !r.passes(text, start, end, ws, we) {
+			if f.kwWide[w][j] != wideContext && !r.passes(text, start, end, ws, we) {
+				continue
+			}
+			if r.check == checkVault && end-start == 2 {
+				// "s." and 24 letters or digits (the precheck): the
+				// rule's regex adds only its word boundary before and
+				// its terminator after, checked here without it.
+				if (start == 0 || !isWordByte(text[start-1])) && vaultTerminated(text, end+24) {
+					f.accept(sc, text, r, start, end+24, start, end+24)
+				}
 				continue
 			}
 			p := &sc.pend[ri]
-			if p.on && ws <= p.we {
+			// Merge overlapping windows (for token windows: hits in one
+			// token; the next token's window only shares context bytes).
+			if p.on && (ws < p.we-1 || ws <= p.we && (r.check != checkToken || wide)) {
 				p.we = max(p.we, we)
 				continue
 			}
@@ -141,7 +204,7 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 			} else {
 				sc.active = append(sc.active, ri)
 			}
-			*p = pendingWindow{ws, we, true}
+			p.ws, p.we, p.on = ws, we, true
 		}
 		return true
 	})
@@ -151,10 +214,15 @@ func (f *secretFamily) scan(in Input, emit func(Finding)) {
 		p.on = false
 	}
 	sc.active = sc.active[:0]
+	for _, ri := range sc.touched {
+		sc.pend[ri].lastOp = 0
+	}
+	sc.touched = sc.touched[:0]
 	if in.Key != "" && SecretLikeKey(in.Key) {
 		keyedSecret(sc, text, in.Key)
 	}
 	emitFound(sc.found, text, emit)
+	sc.pemSearched = 0
 	clear(sc.found)
 	sc.found = sc.found[:0]
 	f.pool.Put(sc)
@@ -178,11 +246,17 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 		return b.End - a.End
 	})
 	kept := found[:0]
+	maxEnd := -1 // the greatest End among kept findings
 	for _, f := range found {
 		drop := false
-		for i := range kept {
-			k := &kept[i]
-			if f.Start < k.End && k.Start < f.End {
+		if f.Start < maxEnd {
+			// Only now can f overlap a kept finding; look back over the
+			// kept ones that end after f starts.
+			for i := len(kept) - 1; i >= 0; i-- {
+				k := &kept[i]
+				if !(f.Start < k.End && k.Start < f.End) {
+					continue
+				}
 				if confRank(k.Confidence) >= confRank(f.Confidence) {
 					drop = true
 					break
@@ -191,6 +265,7 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 					// A higher-confidence finding covering a lower one
 					// replaces it.
 					*k = f
+					maxEnd = max(maxEnd, f.End)
 					drop = true
 					break
 				}
@@ -198,9 +273,11 @@ func emitFound(found []Finding, text string, emit func(Finding)) {
 		}
 		if !drop {
 			kept = append(kept, f)
+			maxEnd = max(maxEnd, f.End)
 		}
 	}
 	for _, f := range kept {
+		f.Start, f.End = runeSpan(text, f.Start, f.End)
 		f.Excerpt = mask(text[f.Start:f.End])
 		emit(f)
 	}
@@ -224,14 +301,24 @@ func snapWindow(text string, ws, we int) (int, int) {
 }
 
 // tokenAround is the whitespace-delimited token holding text[start:end]
-// (at most 512 bytes each side), with one byte of context each side.
-func tokenAround(text string, start, end int) (int, int) {
-	ws := start
-	for lim := max(0, start-512); ws > lim && !isSpace(text[ws-1]); ws-- {
+// (at most 512 bytes each side), with one byte of context each side. It
+// remembers the last run of non-space bytes it read (runA, runB), so
+// that dense hits in one long token cost no re-reading.
+func (sc *secretScratch) tokenAround(text string, start, end int) (int, int) {
+	if !(sc.runOK && sc.runA <= start && start <= sc.runB && (sc.runStart || start-512 >= sc.runA)) {
+		a := start
+		for lim := max(0, start-512); a > lim && !isSpace(text[a-1]); a-- {
+		}
+		sc.runA, sc.runB, sc.runOK = a, start, true
+		sc.runStart = a == 0 || isSpace(text[a-1])
 	}
-	we := end
-	for lim := min(len(text), end+512); we < lim && !isSpace(text[we]); we++ {
+	ws := max(sc.runA, start-512)
+	if end > sc.runB {
+		sc.runB = end
 	}
+	for lim := min(len(text), end+512); sc.runB < lim && !isSpace(text[sc.runB]); sc.runB++ {
+	}
+	we := min(sc.runB, end+512)
 	return max(0, ws-1), min(len(text), we+1)
 }
 
@@ -239,6 +326,15 @@ func tokenAround(text string, start, end int) (int, int) {
 // from the start of the name token (at most 50 bytes before the keyword
 // at start) to the operator at op, then the value part from op.
 func (f *secretFamily) runSplit(sc *secretScratch, text string, r *glRule, start, op int) {
+	if r.conf == Low {
+		// A low-confidence (generic) candidate costs its two regexes and
+		// its allowlists (generic-api-key's is one large regex, ~40 µs):
+		// at most lowBudget of them per string.
+		if sc.lowBudget <= 0 {
+			return
+		}
+		sc.lowBudget--
+	}
 	ps := start
 	for lim := max(0, start-50); ps > lim && (isWordByte(text[ps-1]) || text[ps-1] == '.' || text[ps-1] == '-'); ps-- {
 	}
@@ -249,7 +345,16 @@ func (f *secretFamily) runSplit(sc *secretScratch, text string, r *glRule, start
 	if pm == nil {
 		return
 	}
-	w := text[op:min(len(text), op+200)]
+	// The value part reads the operator, up to 8 quote, space or
+	// operator bytes, a value (up to the next space, quote or ";") and a
+	// terminator: bounding its input to that keeps the backtracker's
+	// visited set small.
+	ve := op
+	for lim := min(len(text), op+9); ve < lim && strings.IndexByte("=>:|?,`'\" \t\r\n", text[ve]) >= 0; ve++ {
+	}
+	for lim := min(len(text), ve+200); ve < lim && !isSpace(text[ve]) && text[ve] != '"' && text[ve] != '\'' && text[ve] != '`' && text[ve] != ';'; ve++ {
+	}
+	w := text[op:min(len(text), ve+3)]
 	m := r.suf.FindStringSubmatchIndex(w)
 	if m == nil {
 		return
@@ -322,6 +427,9 @@ func (f *secretFamily) accept(sc *secretScratch, text string, r *glRule, ss, se,
 	if r.entropy > 0 && shannon(secret) <= r.entropy {
 		return
 	}
+	if isPlaceholder(secret) || r.generic && notSecretShape(secret) {
+		return
+	}
 	match := text[ms:me]
 	line := lineOf(text, ms, me)
 	if f.global.allows(secret, match, line) {
@@ -332,30 +440,11 @@ func (f *secretFamily) accept(sc *secretScratch, text string, r *glRule, ss, se,
 			return
 		}
 	}
-	if isPlaceholder(secret) {
-		return
-	}
 	conf := r.conf
-	if conf != High && notSecretShape(secret) {
-		return
-	}
 	if r.githubSum && !githubChecksumOK(secret) {
 		conf = Medium
 	}
 	sc.found = append(sc.found, Finding{Rule: r.id, Class: ClassSecret, Confidence: conf, Start: ss, End: se})
-}
-
-// lineOf is the line holding text[s:e], at most 1 KiB each side.
-func lineOf(text string, s, e int) string {
-	ls := max(0, s-1024)
-	if i := strings.LastIndexByte(text[ls:s], '\n'); i >= 0 {
-		ls += i + 1
-	}
-	le := min(len(text), e+1024)
-	if i := strings.IndexByte(text[e:le], '\n'); i >= 0 {
-		le = e + i
-	}
-	return text[ls:le]
 }
 
 // own runs an own detector on a keyword hit text[start:end].
@@ -364,7 +453,17 @@ func (f *secretFamily) own(sc *secretScratch, text string, det int32, start, end
 	ok := false
 	switch det {
 	case ownPEM:
+		if start < sc.pemSearched {
+			// Inside a block already found, or before the end of a
+			// failed search for an END line: searching again would make
+			// repeated BEGIN lines quadratic.
+			return
+		}
 		fd, ok = pemBlock(text, start)
+		sc.pemSearched = min(len(text), start+64<<10)
+		if ok {
+			sc.pemSearched = fd.End
+		}
 	case ownJWT:
 		fd, ok = jwtAt(text, start)
 	case ownURL:
@@ -478,7 +577,8 @@ func jwtAt(text string, start int) (Finding, bool) {
 }
 
 // urlCredentials matches scheme://user:password@host with "://" at
-// start (RFC 3986 §3.2.1); the span is the password.
+// start (RFC 3986 §3.2.1; the user may be empty, as in
+// redis://:password@host); the span is the password.
 func urlCredentials(text string, start int) (Finding, bool) {
 	// Scheme: a letter, then letters, digits, "+", "-", ".".
 	s := start
@@ -508,7 +608,7 @@ func urlCredentials(text string, start int) (Finding, bool) {
 			break
 		}
 	}
-	if colon < 0 || at < 0 || colon == u || at-colon < 2 || at+1 >= len(text) {
+	if colon < 0 || at < 0 || at-colon < 2 || at+1 >= len(text) {
 		return Finding{}, false
 	}
 	if h := text[at+1]; !(isWordByte(h) || h == '[') {
@@ -672,4 +772,46 @@ func githubChecksum(body string) string {
 		c /= 62
 	}
 	return string(out[:])
+}
+
+// lineOf is the line holding text[s:e], at most 256 bytes each side
+// (the bound keeps line allowlists linear on text without newlines).
+func lineOf(text string, s, e int) string {
+	ls := max(0, s-256)
+	if i := strings.LastIndexByte(text[ls:s], '\n'); i >= 0 {
+		ls += i + 1
+	}
+	le := min(len(text), e+256)
+	if i := strings.IndexByte(text[e:le], '\n'); i >= 0 {
+		le = e + i
+	}
+	return text[ls:le]
+}
+
+// vaultTerminated reports whether text[i:] starts with what ends a
+// gitleaks token ([\x60'"\s;], a literal \n or \r, or the end).
+func vaultTerminated(text string, i int) bool {
+	if i >= len(text) {
+		return true
+	}
+	switch c := text[i]; {
+	case c == '`' || c == '\'' || c == '"' || c == ';' || isSpace(c):
+		return true
+	case c == '\\':
+		return i+1 < len(text) && (text[i+1] == 'n' || text[i+1] == 'r')
+	}
+	return false
+}
+
+// runeSpan widens [s, e) to UTF-8 boundaries (a span next to invalid
+// UTF-8, where a continuation byte stands alone, takes it in), so a
+// redaction never splits a character.
+func runeSpan(text string, s, e int) (int, int) {
+	for s > 0 && !utf8.RuneStart(text[s]) {
+		s--
+	}
+	for e < len(text) && !utf8.RuneStart(text[e]) {
+		e++
+	}
+	return s, e
 }

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"encoding/base64"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -108,6 +109,12 @@ func secretPositives() []scanCase {
 		{"gcp api key", Input{Text: "maps key " + gcp + " end"}, "gcp-api-key", High, gcp},
 		{"sendgrid", Input{Text: "SENDGRID=" + sendgrid + "\n"}, "sendgrid-api-token", High, sendgrid},
 		{"hugging face", Input{Text: "HF_TOKEN " + hf + "\n"}, "huggingface-access-token", High, hf},
+		{"vault legacy service token", Input{Text: "VAULT_TOKEN=s." + rnd(41, alnum, 24) + "\n"}, "vault-service-token", High, "s." + rnd(41, alnum, 24)},
+		{"vault service token", Input{Text: "token hvs." + rnd(42, alnum, 95) + " x"}, "vault-service-token", High, "hvs." + rnd(42, alnum, 95)},
+		{"facebook token, provider named elsewhere", Input{Text: "facebook app credentials: 731946028517364|" + rnd(46, alnum, 30) + "\n"}, "facebook-access-token", Medium, "731946028517364|" + rnd(46, alnum, 30)},
+		{"github app token (alternation prefix)", Input{Text: "GH_APP=" + ghToken("ghs_", 47, true) + "\n"}, "github-app-token", High, ghToken("ghs_", 47, true)},
+		{"stripe restricted key", Input{Text: "STRIPE=rk_live_" + rnd(48, alnum, 24) + "\n"}, "stripe-access-token", High, "rk_live_" + rnd(48, alnum, 24)},
+		{"heroku key is a uuid", Input{Text: "HEROKU_API_KEY=3f2b8c1e-9d4a-4e7b-8f6a-2c1d0e9b7a65\n"}, "heroku-api-key", Medium, "3f2b8c1e-9d4a-4e7b-8f6a-2c1d0e9b7a65"},
 		{"digitalocean", Input{Text: "DO " + do + "\n"}, "digitalocean-pat", High, do},
 		{"pem rsa private key", Input{Text: "key:\n" + rsa + "\nmore"}, RulePEMPrivateKey, High, rsa},
 		{"openssh private key", Input{Text: ossh}, RuleOpenSSHPrivateKey, High, ossh},
@@ -116,6 +123,7 @@ func secretPositives() []scanCase {
 		{"jwt signed", Input{Text: "id_token=" + jwt + "&x=1"}, RuleJWT, High, jwt},
 		{"jwt unsigned", Input{Text: "t " + jwtNone + " "}, RuleJWT, Medium, jwtNone},
 		{"url credentials", Input{Text: "DATABASE_URL=postgres://app:Xk9!mQ2v-77@db.internal:5432/app"}, RuleURLCredentials, High, "Xk9!mQ2v-77"},
+		{"url credentials, empty user", Input{Text: "REDIS_URL=redis://:Qm7vX2pL9k@cache:6379/0"}, RuleURLCredentials, High, "Qm7vX2pL9k"},
 		{"url credentials https", Input{Text: "clone https://bot:" + bearer + "@git.corp.example.net/r.git"}, RuleURLCredentials, High, bearer},
 		{"bearer header", Input{Text: "Authorization: Bearer " + bearer}, RuleHTTPBearer, High, bearer},
 		{"bearer bare", Input{Text: "use Bearer " + bearer + " to call"}, RuleHTTPBearer, Medium, bearer},
@@ -123,6 +131,7 @@ func secretPositives() []scanCase {
 		{"keyed secret", Input{Key: "client_secret", Text: keyed}, RuleKeyedSecret, Medium, keyed},
 		{"keyed password", Input{Key: "db_password", Text: "hunter2!x"}, RuleKeyedSecret, Medium, "hunter2!x"},
 		{"generic key=value", Input{Text: `db_secret = "` + generic + `"`}, "generic-api-key", Low, generic},
+		{"kubernetes secret yaml", Input{Text: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: " + base64.StdEncoding.EncodeToString([]byte(generic)) + "\n"}, "kubernetes-secret-yaml", High, "password: " + base64.StdEncoding.EncodeToString([]byte(generic))},
 		{"generic json member", Input{Text: `{"auth_token": "` + generic + `"}`}, "generic-api-key", Low, generic},
 	}
 }
@@ -164,6 +173,9 @@ func secretNegatives() []scanCase {
 		{"certificate", Input{Text: strings.ReplaceAll(pemOf("CERTIFICATE", 39), "CERTIFICATE", "CERTIFICATE")}, "", "", ""},
 		{"public key", Input{Text: pemOf("PUBLIC KEY", 40)}, "", "", ""},
 		{"basic not credentials", Input{Text: "Authorization: Basic dGVzdGluZ3Rlc3Rpbmc="}, "", "", ""},
+		{"vault-like, too long", Input{Text: "x s." + rnd(43, alnum, 25) + " y"}, "", "", ""},
+		{"vault-like, inside a word", Input{Text: "xs." + rnd(44, alnum, 24) + " y"}, "", "", ""},
+		{"vault-like, bad terminator", Input{Text: "s." + rnd(45, alnum, 24) + ".z"}, "", "", ""},
 		{"version under key", Input{Key: "api_version", Text: "2024-10-01"}, "", "", ""},
 		{"identifier under key", Input{Key: "token_type", Text: "refresh_token"}, "", "", ""},
 		{"code", Input{Text: "func (k *keywords) each(text string, fn func(word, end int) bool) { token := lookupToken(secretName) }"}, "", "", ""},
@@ -267,5 +279,122 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("incomplete finding %+v", fd)
 			}
 		})
+	})
+}
+
+// TestGitleaksRuleErrors: a rule that does not compile, or that would
+// have to run on every string, is an error naming the rule.
+func TestGitleaksRuleErrors(t *testing.T) {
+	const q = "'''"
+	for _, tc := range []struct{ name, src, want string }{
+		{"bad regex", "[[rules]]\nid = \"broken-rule\"\nregex = " + q + "(unclosed" + q + "\nkeywords = [\"x\"]\n", `"broken-rule"`},
+		{"no keywords, no prefix", "[[rules]]\nid = \"everywhere\"\nregex = " + q + "[a-z]{40}" + q + "\n", `"everywhere"`},
+		{"secretGroup out of range", "[[rules]]\nid = \"grp\"\nregex = " + q + "ab(c)" + q + "\nsecretGroup = 3\nkeywords = [\"ab\"]\n", `"grp"`},
+		{"bad allowlist", "[[rules]]\nid = \"al\"\nregex = " + q + "abc" + q + "\nkeywords = [\"abc\"]\n[[rules.allowlists]]\nregexes = [" + q + "(" + q + "]\n", `"al"`},
+		{"not toml", "[[rules", "gitleaks rules"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := loadGitleaksFrom(tc.src)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+	// A rule without keywords but with a literal prefix uses the prefix.
+	rules, _, words, err := loadGitleaksFrom("[[rules]]\nid = \"pfx\"\nregex = " + q + "tok_[a-z]{10}" + q + "\n")
+	if err != nil || len(rules) != 1 || len(words[0]) != 1 || words[0][0] != "tok_" {
+		t.Fatalf("prefix keyword: %v %v", words, err)
+	}
+}
+
+// TestLowBudget: in a string made of nothing but generic assignments,
+// at most lowBudgetFor(len) of them are reported (without the budget
+// every one would be); a high-confidence token after them still is.
+func TestLowBudget(t *testing.T) {
+	var b strings.Builder
+	n := 0
+	for i := 0; b.Len() < 8<<10; i++ {
+		n++
+		b.WriteString("api_key = '" + rnd(uint64(100+i), alnum, 20) + "'\n")
+	}
+	aws := "AKIA" + rnd(2, upper27, 16)
+	b.WriteString("aws " + aws + "\n")
+	text := b.String()
+	low, high := 0, 0
+	testScanner.Scan(Input{Text: text}, func(f Finding) {
+		switch f.Rule {
+		case "generic-api-key":
+			low++
+		case "aws-access-token":
+			high++
+		}
+	})
+	// Each assignment is one candidate; a few fail entropy or
+	// placeholder checks after taking their share of the budget.
+	if want := lowBudgetFor(len(text)); low > want || low < want-want/8 || want >= n || high != 1 {
+		t.Fatalf("generic findings %d (budget %d, assignments %d), aws %d (want 1)", low, want, n, high)
+	}
+}
+
+// TestScanConcurrent: one Scanner used from several goroutines finds
+// what it finds serially (run with -race).
+func TestScanConcurrent(t *testing.T) {
+	cases := append(append(secretPositives(), secretNegatives()...), piiCases()...)
+	want := make([][]Finding, len(cases))
+	for i, c := range cases {
+		testScanner.Scan(c.in, func(f Finding) { want[i] = append(want[i], f) })
+	}
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for r := 0; r < 5; r++ {
+				for i, c := range cases {
+					var got []Finding
+					testScanner.Scan(c.in, func(f Finding) { got = append(got, f) })
+					if len(got) != len(want[i]) {
+						done <- fmt.Errorf("%s: %d findings, serially %d", c.name, len(got), len(want[i]))
+						return
+					}
+					for j := range got {
+						if got[j] != want[i][j] {
+							done <- fmt.Errorf("%s: %+v, serially %+v", c.name, got[j], want[i][j])
+							return
+						}
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestTokenAround: the remembered run gives the windows a fresh scan
+// gives, for hits in order of end offset in short and over-long tokens.
+func TestTokenAround(t *testing.T) {
+	fresh := func(text string, start, end int) (int, int) {
+		ws := start
+		for lim := max(0, start-512); ws > lim && !isSpace(text[ws-1]); ws-- {
+		}
+		we := end
+		for lim := min(len(text), end+512); we < lim && !isSpace(text[we]); we++ {
+		}
+		return max(0, ws-1), min(len(text), we+1)
+	}
+	text := "a ghp_x ghp_ghp_ y " + strings.Repeat("ghp_", 400) + " z " + strings.Repeat("q", 700) + "ghp_" + strings.Repeat("r", 30) + "ghp_"
+	var sc secretScratch
+	k := newKeywords([]string{"ghp_", "p_"})
+	k.each(text, func(w, end int) bool {
+		start := end - []int{4, 2}[w]
+		gs, ge := sc.tokenAround(text, start, end)
+		ws, we := fresh(text, start, end)
+		if gs != ws || ge != we {
+			t.Fatalf("hit [%d,%d): window [%d,%d), fresh [%d,%d)", start, end, gs, ge, ws, we)
+		}
+		return true
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // The injection and poisoning family (docs/scanning.md, "Prompt injection
@@ -33,6 +34,10 @@ type injRule struct {
 	// keywords (lowercase) matched as they are.
 	phrases  []string
 	literals []string
+	// pre, if set, is a cheap necessary condition on the view from a
+	// phrase anchor's start (a destination for an exfiltration, the word
+	// "tool" for a cross-tool instruction), tested before the phrase.
+	pre func(t string, start int) bool
 	// check refines a candidate (its span, its confidence) and returns
 	// false to drop it.
 	check func(c *injCtx, h *injHit) bool
@@ -163,6 +168,9 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 				continue
 			}
 			r := f.rules[ref.rule]
+			if ref.phrase >= 0 && r.pre != nil && !r.pre(t, start) {
+				continue
+			}
 			*cand = injHit{rule: ref.rule, start: start, end: end, conf: r.conf}
 			h := cand
 			if ref.phrase >= 0 {
@@ -253,6 +261,32 @@ func (f *injectionFamily) context(c *injCtx, hits []injHit) []injHit {
 		}
 	}
 	return hits
+}
+
+// window returns the view from start, at most n bytes.
+func window(t string, start, n int) string {
+	if start+n < len(t) {
+		return t[start : start+n]
+	}
+	return t[start:]
+}
+
+// preDestination: a URL or an e-mail address within the next 300 bytes.
+func preDestination(t string, start int) bool {
+	w := window(t, start, 300)
+	return strings.Contains(w, "://") || strings.IndexByte(w, '@') >= 0
+}
+
+// preToolWord: "tool", "function" or "server" (any case) within the next
+// 160 bytes.
+func preToolWord(t string, start int) bool {
+	w := window(t, start, 160)
+	for _, x := range [...]string{"tool", "Tool", "TOOL", "function", "Function", "FUNCTION", "server", "Server", "SERVER"} {
+		if strings.Contains(w, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // quotedSpan reports whether the view span [s, e) is quoted as a phrase:

@@ -70,6 +70,7 @@ func injectionRules() []*injRule {
 			phrases: []string{
 				"send|post|forward|upload|transmit|exfiltrate|leak|email|e-mail|mail|submit|copy|paste|append|attach|deliver|share|relay|report|include|encode|embed|put|add ~6 " + secretData,
 			},
+			pre:   preDestination,
 			check: checkExfiltration,
 		},
 		{

@@ -73,6 +73,7 @@ func poisoningRules() []*injRule {
 				"**do+not|**don't|**dont|**never ~0 use|call|invoke ~2 other|any+other|the+other|another ~0 tool|tools|function|functions",
 				"*this+tool|*this+function ~0 replaces|overrides|supersedes|shadows ~2 the ~0 ?",
 			},
+			pre:   preToolWord,
 			check: checkCrossTool,
 		},
 		{

@@ -16,6 +16,7 @@ package scan
 // row is delta[s+class] without a multiplication.
 type keywords struct {
 	words    []string
+	maxLen   int // length of the longest word
 	class    [256]uint8
 	nclass   int32
 	delta    []int32 // premultiplied state + class -> premultiplied state
@@ -29,6 +30,9 @@ type keywords struct {
 // listed twice reports both indices.
 func newKeywords(words []string) *keywords {
 	k := &keywords{words: words}
+	for _, w := range words {
+		k.maxLen = max(k.maxLen, len(w))
+	}
 	// Byte classes: one per distinct folded byte used by a keyword.
 	var seen [256]uint8
 	n := uint8(1)
@@ -139,27 +143,89 @@ func newKeywords(words []string) *keywords {
 	return k
 }
 
+// interleaveMin is the text length from which each runs two streams.
+const interleaveMin = 64
+
 // each calls fn for every occurrence of every keyword in text, in order
 // of end offset (and, at one end offset, longest keyword first along the
 // failure chain): word is the index into the words given to newKeywords,
 // end the byte offset just after the match. fn returns false to stop.
+//
+// A text of interleaveMin bytes or more is scanned as two independent
+// streams in one loop (the first half, and the second half from
+// maxLen-1 bytes before it), so that the two chains of dependent table
+// loads overlap; the second stream's hits are held in a small buffer
+// on the stack and reported after the first's (when it fills, the
+// second stream finishes on its own after the first).
 func (k *keywords) each(text string, fn func(word, end int) bool) {
 	if k == nil || len(k.outs) == 0 {
 		return
 	}
+	n := len(text)
+	if n < interleaveMin || k.maxLen*2 >= n {
+		k.serial(text, 0, 0, n, 0, fn)
+		return
+	}
 	delta, class, firstOut := k.delta, &k.class, k.firstOut
-	s := int32(0)
-	for i := 0; i < len(text); i++ {
-		s = delta[s+int32(class[text[i]])]
-		if s >= firstOut {
-			st := s / k.nclass
+	mid := n / 2
+	i1, i2 := 0, mid-(k.maxLen-1)
+	s1, s2 := int32(0), int32(0)
+	var bufW, bufE [64]int32
+	nb := 0
+	for i1 < mid && i2 < n {
+		ns2 := delta[s2+int32(class[text[i2]])]
+		if ns2 >= firstOut && i2+1 > mid {
+			st := ns2 / k.nclass
+			o := k.outs[k.outStart[st]:k.outStart[st+1]]
+			if nb+len(o) > len(bufW) {
+				break
+			}
+			for _, w := range o {
+				bufW[nb], bufE[nb] = w, int32(i2+1)
+				nb++
+			}
+		}
+		s2 = ns2
+		i2++
+		s1 = delta[s1+int32(class[text[i1]])]
+		if s1 >= firstOut {
+			st := s1 / k.nclass
 			for _, w := range k.outs[k.outStart[st]:k.outStart[st+1]] {
-				if !fn(int(w), i+1) {
+				if !fn(int(w), i1+1) {
 					return
 				}
 			}
 		}
+		i1++
 	}
+	if !k.serial(text, s1, i1, mid, 0, fn) {
+		return
+	}
+	for j := 0; j < nb; j++ {
+		if !fn(int(bufW[j]), int(bufE[j])) {
+			return
+		}
+	}
+	k.serial(text, s2, i2, n, mid, fn)
+}
+
+// serial runs the automaton from state s (premultiplied) over
+// text[i:end], reporting matches that end after minEnd; it returns false
+// when fn stopped it.
+func (k *keywords) serial(text string, s int32, i, end, minEnd int, fn func(word, end int) bool) bool {
+	delta, class, firstOut := k.delta, &k.class, k.firstOut
+	for ; i < end; i++ {
+		s = delta[s+int32(class[text[i]])]
+		if s >= firstOut && i+1 > minEnd {
+			st := s / k.nclass
+			for _, w := range k.outs[k.outStart[st]:k.outStart[st+1]] {
+				if !fn(int(w), i+1) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // any reports whether some keyword occurs in text.

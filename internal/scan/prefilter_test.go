@@ -83,6 +83,9 @@ func TestKeywords(t *testing.T) {
 		{"non-ascii exact", []string{"é"}, "É é", []kwHit{{0, 5}}},
 		{"punctuation", []string{"-----begin"}, "-----BEGIN RSA", []kwHit{{0, 10}}},
 		{"no words", nil, "anything", nil},
+		{"long text, both streams", []string{"ab", "b"}, strings.Repeat("x", 100) + "ab" + strings.Repeat("y", 100) + "AB", []kwHit{{0, 102}, {1, 102}, {0, 204}, {1, 204}}},
+		{"match across the midpoint", []string{"needle"}, strings.Repeat("z", 97) + "needle" + strings.Repeat("z", 97), []kwHit{{0, 103}}},
+		{"buffer overflow", []string{"a"}, strings.Repeat("b", 100) + strings.Repeat("a", 150), hitsA(100, 250)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newKeywords(tc.words)
@@ -97,12 +100,27 @@ func TestKeywords(t *testing.T) {
 	}
 }
 
+func hitsA(from, to int) []kwHit {
+	var h []kwHit
+	for e := from + 1; e <= to; e++ {
+		h = append(h, kwHit{0, e})
+	}
+	return h
+}
+
 func TestKeywordsStop(t *testing.T) {
 	k := newKeywords([]string{"a"})
 	n := 0
 	k.each("aaaa", func(int, int) bool { n++; return n < 2 })
 	if n != 2 {
 		t.Fatalf("fn called %d times after returning false, want 2", n)
+	}
+	for _, stop := range []int{1, 60, 70, 200} {
+		n = 0
+		k.each(strings.Repeat("a", 250), func(int, int) bool { n++; return n < stop })
+		if n != stop {
+			t.Fatalf("long text: fn called %d times, want %d", n, stop)
+		}
 	}
 	if !k.any("xxa") || k.any("xxx") {
 		t.Fatal("any wrong")

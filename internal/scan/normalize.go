@@ -60,8 +60,9 @@ type view struct {
 
 // viewSeg is one segment of the view's map: view bytes from v on come
 // from the original bytes from o on, one for one when olen < 0 (a run of
-// plain ASCII), or all from the original span [o, o+olen) (one original
-// character's view).
+// plain ASCII and of characters kept as they are: a byte of a kept
+// multi-byte character maps to the whole character), or all from the
+// original span [o, o+olen) (one original character's view).
 type viewSeg struct {
 	v, o, olen int32
 }
@@ -124,7 +125,7 @@ func newView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}
-	b := viewBuilder{buf: make([]byte, 0, len(s)+8)}
+	b := viewBuilder{buf: make([]byte, 0, len(s)+8), segs: make([]viewSeg, 0, 8)}
 	flag := false // inside an emoji tag sequence (after U+1F3F4)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -200,8 +201,7 @@ func newView(s string) view {
 			bmpOnce.Do(initBMPFold)
 			switch k := bmpIdx[r]; k {
 			case foldKeep:
-				b.mapTo(i, j)
-				b.buf = append(b.buf, s[i:j]...)
+				b.copyRun(s, i, j) // kept as it is: maps back byte for byte
 			case foldDrop:
 			case foldInvisible:
 				b.hide(i, size, hiddenInvisible)
@@ -320,7 +320,8 @@ type viewBuilder struct {
 	hidden []hiddenRune
 }
 
-// copyRun appends the plain ASCII run s[i:j] as it is.
+// copyRun appends s[i:j] as it is (plain ASCII, or a character the view
+// keeps).
 func (b *viewBuilder) copyRun(s string, i, j int) {
 	v := int32(len(b.buf))
 	b.buf = append(b.buf, s[i:j]...)
@@ -492,7 +493,14 @@ func (v *view) at(i int) (int, int) {
 	sg := v.segs[k]
 	if sg.olen < 0 {
 		o := int(sg.o) + i - int(sg.v)
-		return o, o + 1
+		if v.orig[o] < 0x80 {
+			return o, o + 1
+		}
+		for o > int(sg.o) && v.orig[o]&0xc0 == 0x80 {
+			o--
+		}
+		_, n := utf8.DecodeRuneInString(v.orig[o:])
+		return o, o + n
 	}
 	return int(sg.o), int(sg.o + sg.olen)
 }

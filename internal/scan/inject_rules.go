@@ -15,7 +15,7 @@ const (
 	priorWords    = "previous|previously|prior|above|earlier|preceding|foregoing|former|original|initial|old|existing|past|system|developer|your|*all|*any|**these|**those|**the|**other|**such"
 	instrWords    = "instructions|instruction|prompt|prompts|directions|directives|directive|guidelines|guidance|rules|commands|orders|constraints|restrictions|programming|policies|safeguards|guardrails|training|context|messages|text|content|conversation"
 	userWords     = "user|users|human|humans|operator|requester|requestor|customer|client"
-	secretData    = "secret|secrets|api+key|api+keys|apikey|apikeys|access+key|access+keys|token|tokens|credential|credentials|password|passwords|passphrase|private+key|private+keys|ssh+key|ssh+keys|id_rsa|env|environment+variables|env+vars|cookie|cookies|session|sessions|conversation|conversations|chat+history|conversation+history|chat+log|chat+logs|previous+messages|system+prompt|*messages|*contents|*content|*history|**data|**information|**info|**details|**files|**file|**output|**results"
+	secretData    = "secret|secrets|credential|credentials|password|passwords|passphrase|private+key|private+keys|ssh+key|ssh+keys|id_rsa|env|environment+variables|env+vars|conversation|conversations|chat+history|conversation+history|chat+log|chat+logs|previous+messages|system+prompt|*api+key|*api+keys|*apikey|*apikeys|*access+key|*access+keys|*token|*tokens|*cookie|*cookies|*session|*sessions|*messages|*contents|*content|*history|**data|**information|**info|**details|**files|**file|**output|**results"
 )
 
 func injectionRules() []*injRule {

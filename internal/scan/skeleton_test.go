@@ -58,3 +58,14 @@ func TestNameLookalike(t *testing.T) {
 		}
 	}
 }
+
+func TestSkeletonCollisions(t *testing.T) {
+	got := SkeletonCollisions([]string{"read_file", "write_file", "rеad_file", "read_file", "Write_File ", "search"})
+	want := [][]string{{"read_file", "rеad_file"}, {"write_file", "Write_File "}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SkeletonCollisions = %q, want %q", got, want)
+	}
+	if got := SkeletonCollisions([]string{"a", "b", "a"}); got != nil {
+		t.Errorf("no collision: %q", got)
+	}
+}

@@ -107,7 +107,9 @@ var contextWords = []string{
 	"adversarial", "malicious", "such as", "for example", "e.g.", "for instance",
 	"phrases like", "phrase like", "known as", "red team", "red-team", "classifier",
 	"detector", "detects", "detection", "chat template", "prompt format", "tokenizer",
-	"special token",
+	"special token", "injection", "injections", "injected", "vulnerability", "vulnerabilities",
+	"technique", "techniques", "owasp", "llm01", "threat model", "mitigation", "mitigations",
+	"defense", "defence", "defenses", "defences",
 }
 
 func newInjectionFamily() (family, error) {

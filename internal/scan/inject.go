@@ -173,14 +173,13 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 			if ref.phrase >= 0 && r.pre != nil && !r.pre(t, start) {
 				continue
 			}
-			*cand = injHit{rule: ref.rule, start: start, end: end, conf: r.conf}
 			h := cand
+			h.rule, h.start, h.end, h.conf, h.m.n = ref.rule, start, end, r.conf, 0
 			if ref.phrase >= 0 {
-				m, ok := r.compiled[ref.phrase].match(t, start)
-				if !ok {
+				if !r.compiled[ref.phrase].match(t, start, &h.m) {
 					continue
 				}
-				h.m, h.end, h.conf = m, m.end, lower(r.conf, m.weak)
+				h.end, h.conf = h.m.end, lower(r.conf, h.m.weak)
 			}
 			if r.check != nil && !r.check(c, h) {
 				continue

@@ -390,11 +390,20 @@ func checkToolCall(c *injCtx, h *injHit) bool {
 }
 
 // commentAddressees and commentDirectives mark an HTML comment written
-// to the model.
+// to the model (words of the comment, lowercase; a directive may be two
+// words).
 var (
-	commentAddressees = []string{"ai", "assistant", "model", "agent", "llm", "claude", "gpt", "chatgpt", "copilot", "gemini", "chatbot", "bot", "language model"}
-	commentDirectives = []string{"ignore", "must", "always", "never", "do not", "don't", "instead", "send", "call", "execute", "run", "reveal", "tell", "include", "append", "forward", "you are", "your task", "instructions"}
+	commentAddressees = wordSet("ai", "assistant", "model", "agent", "llm", "claude", "gpt", "chatgpt", "copilot", "gemini", "chatbot", "bot")
+	commentDirectives = wordSet("ignore", "must", "always", "never", "instead", "send", "call", "execute", "run", "reveal", "tell", "include", "append", "forward", "instructions", "don't", "do not", "you are", "your task")
 )
+
+func wordSet(words ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
 
 // checkHTMLComment flags an HTML comment addressed to the model with a
 // directive in it (Medium; High when another rule matched inside it,
@@ -412,24 +421,43 @@ func checkHTMLComment(c *injCtx, h *injHit) bool {
 		e = h.end + e + 3
 	}
 	body := t[h.end:e]
-	addressed := false
-	for _, w := range commentAddressees {
-		if wordIn(body, w) {
+	addressed, directive := false, false
+	var buf, prev [16]byte
+	pn := 0
+	for p := 0; p < len(body) && !(addressed && directive); {
+		ws, we, ok := nextWord(body, p, true)
+		if !ok {
+			break
+		}
+		p = we
+		n := we - ws
+		if n > len(buf) {
+			pn = 0
+			continue
+		}
+		for i := 0; i < n; i++ {
+			buf[i] = lowerASCII(body[ws+i])
+		}
+		w := buf[:n]
+		if commentAddressees[string(w)] {
 			addressed = true
-			break
 		}
-	}
-	if !addressed {
-		return false
-	}
-	directive := false
-	for _, w := range commentDirectives {
-		if wordIn(body, w) {
+		if commentDirectives[string(w)] {
 			directive = true
-			break
 		}
+		if pn > 0 && pn+1+n <= 40 {
+			var two [40]byte
+			k := copy(two[:], prev[:pn])
+			two[k] = ' '
+			k++
+			k += copy(two[k:], w)
+			if commentDirectives[string(two[:k])] {
+				directive = true
+			}
+		}
+		pn = copy(prev[:], w)
 	}
-	if !directive {
+	if !addressed || !directive {
 		return false
 	}
 	h.end = e

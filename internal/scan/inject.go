@@ -158,6 +158,7 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 		mode, as = inDefinition, &f.def
 	}
 	v := newView(in.Text)
+	defer v.release() // nothing of the view outlives the scan: excerpts are copies
 	c := &injCtx{v: &v, mode: mode}
 	var hits []injHit
 	t := v.text

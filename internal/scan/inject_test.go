@@ -308,3 +308,39 @@ func runeBoundary(text string, i int) bool {
 	}
 	return false
 }
+
+// TestInjectionConcurrent scans from several goroutines at once (views'
+// buffers are pooled): every scan gives the same findings as a lone one.
+func TestInjectionConcurrent(t *testing.T) {
+	s := injScanner(t)
+	want := make([][]Finding, len(injPositives))
+	for i, tc := range injPositives {
+		want[i] = scanAll(s, Input{Text: tc.text, Mode: tc.mode})
+	}
+	done := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for round := 0; round < 20; round++ {
+				for i, tc := range injPositives {
+					got := scanAll(s, Input{Text: tc.text, Mode: tc.mode})
+					if len(got) != len(want[i]) {
+						done <- tc.name
+						return
+					}
+					for k := range got {
+						if got[k] != want[i][k] {
+							done <- tc.name
+							return
+						}
+					}
+				}
+			}
+			done <- ""
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if name := <-done; name != "" {
+			t.Errorf("concurrent scan of %q differs", name)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 	"unicode"
 	"unicode/utf8"
 
@@ -56,6 +57,9 @@ type view struct {
 	// hidden are the removed or decoded characters that hide text, in
 	// original order.
 	hidden []hiddenRune
+	// b holds the buffers text, segs and hidden live in (nil on the fast
+	// path); release returns them.
+	b *viewBuilder
 }
 
 // viewSeg is one segment of the view's map: view bytes from v on come
@@ -125,7 +129,13 @@ func newView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}
-	b := viewBuilder{buf: make([]byte, 0, len(s)+8), segs: make([]viewSeg, 0, 8)}
+	b := builderPool.Get().(*viewBuilder)
+	if cap(b.buf) < len(s)+8 {
+		b.buf = make([]byte, 0, len(s)+8)
+	}
+	if b.segs == nil {
+		b.segs = make([]viewSeg, 0, 8+len(s)/32)
+	}
 	flag := false // inside an emoji tag sequence (after U+1F3F4)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -221,7 +231,26 @@ func newView(s string) view {
 		b.foldRune(r, s[i:j], i, j)
 		i = j
 	}
-	return view{text: string(b.buf), orig: s, segs: b.segs, hidden: b.hidden}
+	return view{text: unsafe.String(unsafe.SliceData(b.buf), len(b.buf)), orig: s, segs: b.segs, hidden: b.hidden, b: b}
+}
+
+// builderPool holds the buffers of views released after a scan.
+var builderPool = sync.Pool{New: func() any { return new(viewBuilder) }}
+
+// release returns the view's buffers for reuse: the view (its text, map
+// and hidden list) must not be used after. Buffers above 1 MiB are left to
+// the collector.
+func (v *view) release() {
+	b := v.b
+	if b == nil {
+		return
+	}
+	*v = view{}
+	if cap(b.buf) > 1<<20 || cap(b.segs) > 1<<17 {
+		return
+	}
+	b.buf, b.segs, b.hidden = b.buf[:0], b.segs[:0], b.hidden[:0]
+	builderPool.Put(b)
 }
 
 // lastIsLetter reports whether the view so far ends in a letter or digit.

@@ -4,9 +4,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unsafe"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )

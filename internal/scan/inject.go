@@ -65,7 +65,25 @@ type injHit struct {
 type injCtx struct {
 	v    *view
 	mode ruleModes
+	f    *injectionFamily
+	// turns caches whether the text holds a "Human:" and an
+	// "Assistant:" turn (bit 1: known; 2: human; 4: assistant).
+	turns uint8
+	// count is the number of candidates kept per rule (at most
+	// maxPerRule).
+	count [maxRules]uint16
+	// commentTo and directiveTo are the ends of the last HTML comment body or hidden
+	// directive examined: a keyword inside it is not examined again.
+	commentTo, directiveTo int
 }
+
+// maxPerRule bounds the matches of one rule in one string (a string
+// repeating one phrase thousands of times costs no more than 256 of them;
+// the rule's later matches are not reported); maxRules bounds the rules.
+const (
+	maxPerRule = 256
+	maxRules   = 32
+)
 
 // injectionFamily is the compiled family: one keyword automaton per mode.
 type injectionFamily struct {
@@ -74,6 +92,9 @@ type injectionFamily struct {
 	def   anchorSet
 	meta  *keywords
 	byID  map[string]int
+	// urgent and crossDir find the words of checkToolCall and
+	// checkCrossTool in a sentence in one pass.
+	urgent, crossDir *keywords
 }
 
 // anchorSet is the prefilter of one mode: its keywords and, per keyword,
@@ -116,6 +137,9 @@ func newInjectionFamily() (family, error) {
 	f := &injectionFamily{byID: map[string]int{}}
 	f.rules = append(f.rules, injectionRules()...)
 	f.rules = append(f.rules, poisoningRules()...)
+	if len(f.rules) > maxRules {
+		return nil, fmt.Errorf("scan: %d injection rules, at most %d", len(f.rules), maxRules)
+	}
 	dataIndex, defIndex := map[string]int{}, map[string]int{}
 	add := func(r *injRule, w string, ref anchorRef) {
 		if r.modes&inData != 0 {
@@ -144,6 +168,8 @@ func newInjectionFamily() (family, error) {
 	f.data.kw = newKeywords(f.data.words)
 	f.def.kw = newKeywords(f.def.words)
 	f.meta = newKeywords(contextWords)
+	f.urgent = newKeywords(toolCallUrgent)
+	f.crossDir = newKeywords(crossDirectives)
 	for _, id := range []string{ruleHiddenText, rulePoisonInvisible, ruleHTMLComment} {
 		if _, ok := f.byID[id]; !ok {
 			return nil, fmt.Errorf("scan: rule %s missing", id)
@@ -159,7 +185,7 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 	}
 	v := newView(in.Text)
 	defer v.release() // nothing of the view outlives the scan: excerpts are copies
-	c := &injCtx{v: &v, mode: mode}
+	c := &injCtx{v: &v, mode: mode, f: f}
 	var hits []injHit
 	t := v.text
 	cand := new(injHit) // one candidate, reused: checks take its address
@@ -168,6 +194,9 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 		wordStart := start == 0 || !isWordChar(t[start-1])
 		for _, ref := range as.entries[w] {
 			if ref.phrase >= 0 && !wordStart {
+				continue
+			}
+			if c.count[ref.rule] >= maxPerRule {
 				continue
 			}
 			r := f.rules[ref.rule]
@@ -186,6 +215,7 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 				continue
 			}
 			hits = append(hits, *h)
+			c.count[ref.rule]++
 		}
 		return true
 	})
@@ -404,7 +434,8 @@ func (f *injectionFamily) hidden(c *injCtx, hits []injHit) []injHit {
 		if f.rules[h.rule].class != ClassInjection && f.rules[h.rule].class != ClassPoisoning {
 			continue
 		}
-		hs := v.hiddenIn(h.ostart, h.oend)
+		lo, hi := v.hiddenRange(h.ostart, h.oend)
+		hs := v.hidden[lo:hi]
 		var first, last int = -1, -1
 		for _, x := range hs {
 			if x.kind == hiddenBidi {
@@ -419,10 +450,8 @@ func (f *injectionFamily) hidden(c *injCtx, hits []injHit) []injHit {
 			continue
 		}
 		h.conf, h.hiddenBy = High, true
-		for k := range v.hidden {
-			if int(v.hidden[k].off) >= first && int(v.hidden[k].off) < last {
-				covered[k] = true
-			}
+		for k := lo; k < hi; k++ {
+			covered[k] = true
 		}
 		hits = append(hits, injHit{
 			rule: hid, conf: High, standalone: true, ostart: first, oend: last,

@@ -201,16 +201,28 @@ func checkRoleMarker(c *injCtx, h *injHit) bool {
 		if i < 2 || t[i-1] != '\n' || t[i-2] != '\n' && !(t[i-2] == '\r' && i >= 3 && t[i-3] == '\n') {
 			return false // a turn starts after a blank line
 		}
-		other := "\n\nassistant:"
-		if lit == "assistant:" {
-			other = "\n\nhuman:"
+		if c.turns == 0 {
+			c.turns = 1
+			if indexFoldASCII(t, "\nhuman:") >= 0 {
+				c.turns |= 2
+			}
+			if indexFoldASCII(t, "\nassistant:") >= 0 {
+				c.turns |= 4
+			}
 		}
-		if lit == "system:" {
-			if indexFoldASCII(t, "\n\nhuman:") < 0 && indexFoldASCII(t, "\n\nassistant:") < 0 {
+		switch lit {
+		case "human:":
+			if c.turns&4 == 0 {
 				return false
 			}
-		} else if indexFoldASCII(t, other) < 0 {
-			return false
+		case "assistant:":
+			if c.turns&2 == 0 {
+				return false
+			}
+		default:
+			if c.turns&6 == 0 {
+				return false
+			}
 		}
 		h.conf = Medium
 	default:
@@ -219,41 +231,55 @@ func checkRoleMarker(c *injCtx, h *injHit) bool {
 	return true
 }
 
-// exfilTargets mark a destination after an exfiltration verb and its data.
-var exfilTargets = []string{"http://", "https://", "ftp://", "webhook", "@", "ngrok", "requestbin", "pastebin"}
+// exfilPrepositions lead from the data to its destination.
+var exfilPrepositions = []string{" to ", " at ", " into ", " via ", " using ", " in ", " as "}
 
 // checkExfiltration requires a destination (a URL or an e-mail address,
-// after "to", "at", "into" or "via") in the rest of the sentence.
+// after "to", "at", "into", "via", "using", "in" or "as") in the rest of
+// the sentence; the span ends after it.
 func checkExfiltration(c *injCtx, h *injHit) bool {
 	t := c.v.text
 	end := sentenceEnd(t, h.end, 240)
 	rest := t[h.end:end]
-	to := -1
-	for _, w := range []string{" to ", " at ", " into ", " via ", " using ", " in ", " as "} {
-		if i := indexFoldASCII(rest, w); i >= 0 && (to < 0 || i < to) {
-			to = i
+	dest := strings.Index(rest, "://")
+	if dest >= 0 {
+		for dest > 0 && isWordByte(rest[dest-1]) {
+			dest-- // the scheme
 		}
 	}
-	if to < 0 {
+	for from := 0; ; {
+		i := strings.IndexByte(rest[from:], '@')
+		if i < 0 {
+			break
+		}
+		i += from
+		if emailAt(rest, i) {
+			for i > 0 && (isWordByte(rest[i-1]) || rest[i-1] == '.' || rest[i-1] == '_' || rest[i-1] == '-' || rest[i-1] == '+') {
+				i--
+			}
+			if dest < 0 || i < dest {
+				dest = i
+			}
+			break
+		}
+		from = i + 1
+	}
+	if dest < 0 {
 		return false
 	}
-	dest := rest[to:]
-	found := -1
-	for _, w := range exfilTargets {
-		if i := indexFoldASCII(dest, w); i >= 0 {
-			if w == "@" && !emailAt(dest, i) {
-				continue
-			}
-			if found < 0 || i < found {
-				found = i
-			}
+	lead := " " + rest[:dest] + " "
+	found := false
+	for _, w := range exfilPrepositions {
+		if indexFoldASCII(lead, w) >= 0 {
+			found = true
+			break
 		}
 	}
-	if found < 0 {
+	if !found {
 		return false
 	}
 	// The span ends after the destination's first token.
-	e := h.end + to + found
+	e := h.end + dest
 	for e < end && t[e] != ' ' && t[e] != '\n' && t[e] != '\t' && t[e] != ')' && t[e] != '"' && t[e] != '\'' {
 		e++
 	}
@@ -383,7 +409,7 @@ func checkToolCall(c *injCtx, h *injHit) bool {
 	}
 	e := sentenceEnd(t, h.end, 240)
 	s := sentenceStart(t, h.start, 120)
-	if !containsAnyFold(t[s:e], toolCallUrgent) {
+	if !c.f.urgent.any(t[s:e]) {
 		h.conf = Low
 	}
 	return true
@@ -410,6 +436,9 @@ func wordSet(words ...string) map[string]bool {
 // injectionFamily.comments). The span is the whole comment.
 func checkHTMLComment(c *injCtx, h *injHit) bool {
 	t := c.v.text
+	if h.start < c.commentTo {
+		return false // inside a comment examined already
+	}
 	limit := h.end + 8192
 	if limit > len(t) {
 		limit = len(t)
@@ -421,6 +450,7 @@ func checkHTMLComment(c *injCtx, h *injHit) bool {
 		e = h.end + e + 3
 	}
 	body := t[h.end:e]
+	c.commentTo = e
 	addressed, directive := false, false
 	var buf, prev [16]byte
 	pn := 0

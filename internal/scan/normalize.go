@@ -541,17 +541,21 @@ func (v *view) span(i, j int) (int, int) {
 	return s, e
 }
 
+// hiddenRange returns the indices [lo, hi) of the hiding characters
+// whose original offset lies in [i, j).
+func (v *view) hiddenRange(i, j int) (int, int) {
+	lo := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= i })
+	hi := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= j })
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
 // hiddenIn returns the hiding characters whose original offset lies in
 // [i, j).
 func (v *view) hiddenIn(i, j int) []hiddenRune {
-	if len(v.hidden) == 0 {
-		return nil
-	}
-	lo := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= i })
-	hi := lo
-	for hi < len(v.hidden) && int(v.hidden[hi].off) < j {
-		hi++
-	}
+	lo, hi := v.hiddenRange(i, j)
 	return v.hidden[lo:hi]
 }
 

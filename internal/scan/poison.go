@@ -86,7 +86,7 @@ func poisoningRules() []*injRule {
 
 const (
 	argVerbs      = "pass|put|include|add|place|provide|insert|append|embed|encode|send|store|set|attach|copy|paste|fill|supply|write"
-	strongArgData = "conversation|conversations|history|previous+messages|chat|messages|system+prompt|prompt|instructions|secret|secrets|credential|credentials|password|passwords|api+key|api+keys|private+key|ssh|id_rsa|env|environment|token|tokens|keys"
+	strongArgData = "conversation|conversations|history|previous+messages|chat|messages|system+prompt|prompt|instructions|private+key|ssh|id_rsa|env|environment|*secret|*secrets|*credential|*credentials|*password|*passwords|*api+key|*api+keys|*token|*tokens|*keys"
 	hiddenParams  = "sidenote|side_note|side-note|note|notes|metadata|meta|extra|hidden|comment|comments|annotation|annotations|debug|feedback|reasoning|context|remark|remarks|'sidenote'"
 )
 

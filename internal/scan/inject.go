@@ -44,6 +44,9 @@ type injRule struct {
 	// noContext: quoting, code and prose about injection do not lower
 	// it (markers that are suspicious wherever they appear).
 	noContext bool
+	// maskQuery: the excerpt shows URL query values as "***" (they may
+	// carry the data being exfiltrated).
+	maskQuery bool
 
 	compiled []phrase
 }
@@ -283,8 +286,12 @@ func (f *injectionFamily) context(c *injCtx, hits []injHit) []injHit {
 	for i := range hits {
 		h := &hits[i]
 		h.ostart, h.oend = c.v.span(h.start, h.end)
-		h.excerpt = excerpt(t[h.start:h.end])
 		r := f.rules[h.rule]
+		if r.maskQuery {
+			h.excerpt = excerpt(maskQueryValues(t[h.start:h.end]))
+		} else {
+			h.excerpt = excerpt(t[h.start:h.end])
+		}
 		if r.noContext || h.conf == Low {
 			continue
 		}
@@ -293,6 +300,32 @@ func (f *injectionFamily) context(c *injCtx, hits []injHit) []injHit {
 		}
 	}
 	return hits
+}
+
+// maskQueryValues replaces the value of every URL query parameter in s
+// by "***".
+func maskQueryValues(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:q+1])
+	in := false
+	for i := q + 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '=':
+			b.WriteString("=***")
+			in = true
+		case c == '&' || c == ')' || c == ' ' || c == '#':
+			in = false
+			b.WriteByte(c)
+		case !in:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // window returns the view from start, at most n bytes.

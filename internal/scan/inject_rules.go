@@ -70,13 +70,15 @@ func injectionRules() []*injRule {
 			phrases: []string{
 				"send|post|forward|upload|transmit|exfiltrate|leak|email|e-mail|mail|submit|copy|paste|append|attach|deliver|share|relay|report|include|encode|embed|put|add ~6 " + secretData,
 			},
-			pre:   preDestination,
-			check: checkExfiltration,
+			pre:       preDestination,
+			check:     checkExfiltration,
+			maskQuery: true,
 		},
 		{
 			id: "injection-markdown-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
-			literals: []string{"](http://", "](https://", "](//"},
-			check:    checkMarkdownURL,
+			literals:  []string{"](http://", "](https://", "](//"},
+			check:     checkMarkdownURL,
+			maskQuery: true,
 		},
 		{
 			id: "injection-tool-call", class: ClassInjection, conf: Medium, modes: inData,

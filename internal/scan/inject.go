@@ -57,7 +57,6 @@ type injHit struct {
 	start, end int
 	conf       Confidence
 	m          phraseMatch
-	hiddenBy   bool // raised to High by hidden characters
 	standalone bool // span already in original offsets (hidden-text runs)
 	ostart     int
 	oend       int
@@ -482,7 +481,7 @@ func (f *injectionFamily) hidden(c *injCtx, hits []injHit) []injHit {
 		if first < 0 {
 			continue
 		}
-		h.conf, h.hiddenBy = High, true
+		h.conf = High
 		for k := lo; k < hi; k++ {
 			covered[k] = true
 		}

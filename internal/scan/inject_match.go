@@ -322,16 +322,6 @@ func indexFoldASCII(s, needle string) int {
 	return -1
 }
 
-// containsAnyFold reports whether s contains one of the lowercase words.
-func containsAnyFold(s string, words []string) bool {
-	for _, w := range words {
-		if indexFoldASCII(s, w) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // sentenceEnd returns the offset of the end of the sentence that holds
 // view offset p, looking at most max bytes ahead.
 func sentenceEnd(t string, p, max int) int {

@@ -496,24 +496,6 @@ func checkHTMLComment(c *injCtx, h *injHit) bool {
 	return true
 }
 
-// wordIn reports whether the lowercase word (or words) w occurs in s as a
-// whole word, folding ASCII case.
-func wordIn(s, w string) bool {
-	for from := 0; from < len(s); {
-		i := indexFoldASCII(s[from:], w)
-		if i < 0 {
-			return false
-		}
-		i += from
-		j := i + len(w)
-		if (i == 0 || !isWordChar(s[i-1])) && (j >= len(s) || !isWordChar(s[j])) {
-			return true
-		}
-		from = i + 1
-	}
-	return false
-}
-
 // combine joins every alternative of a with every alternative of b into
 // one alternative of consecutive words ("a1+b1|a1+b2|...").
 func combine(a, b string) string {

@@ -1,6 +1,9 @@
 package scan
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // The injection rules (ClassInjection; ModeData and ModeToolDefinition).
 // Patterns: inject_match.go. Confidence: an explicit override directive
@@ -11,11 +14,10 @@ import "strings"
 
 // Word sets shared by patterns.
 const (
-	overrideVerbs = "ignore|ignoring|disregard|disregarding|forget|forgetting|override|overriding|bypass|discard|abandon|skip|neglect|do+not+follow|don't+follow|dont+follow|stop+following|no+longer+follow|cease+following|do+not+obey|don't+obey|stop+obeying"
+	overrideVerbs = "ignore|ignoring|disregard|disregarding|forget|forgetting|override|overriding|bypass|discard|abandon|neglect|do+not+follow|don't+follow|dont+follow|stop+following|no+longer+follow|cease+following|do+not+obey|don't+obey|stop+obeying"
 	priorWords    = "previous|previously|prior|above|earlier|preceding|foregoing|former|original|initial|old|existing|past|system|developer|your|*all|*any|**these|**those|**the|**other|**such"
 	instrWords    = "instructions|instruction|prompt|prompts|directions|directives|directive|guidelines|guidance|rules|commands|orders|constraints|restrictions|programming|policies|safeguards|guardrails|training|context|messages|text|content|conversation"
 	userWords     = "user|users|human|humans|operator|requester|requestor|customer|client"
-	secretData    = "secret|secrets|credential|credentials|password|passwords|passphrase|private+key|private+keys|ssh+key|ssh+keys|id_rsa|env|environment+variables|env+vars|conversation|conversations|chat+history|conversation+history|chat+log|chat+logs|previous+messages|system+prompt|*api+key|*api+keys|*apikey|*apikeys|*access+key|*access+keys|*token|*tokens|*cookie|*cookies|*session|*sessions|*messages|*contents|*content|*history|**data|**information|**info|**details|**files|**file|**output|**results"
 )
 
 func injectionRules() []*injRule {
@@ -42,11 +44,12 @@ func injectionRules() []*injRule {
 			id: "injection-system-prompt", class: ClassInjection, conf: High, modes: inBoth,
 			phrases: []string{
 				"override|overwrite|replace|rewrite|change|modify|update ~1 *the|your|**a ~0 system+prompt|system+message|system+instructions|system+instruction|initial+instructions|core+instructions",
-				"new|updated|revised ~0 *system+prompt|*system+message|*system+instructions|*system+instruction",
+				combine("*new|*updated|*revised", "system+prompt|system+message|system+instructions|system+instruction"),
 				"system+prompt|system+instructions ~0 override|overridden|updated|changed|replaced",
 				"your ~0 new|real|actual|true|updated|revised ~0 instructions|rules|task|objective|goal|role|purpose|system+prompt|directive|mission",
-				"reveal|print|output|repeat|display|dump|leak|disclose|show|recite|share|echo|spell+out|tell+me|give+me|write+out|send+me|paste|list ~3 your|**the|**all ~2 *system+prompt|*system+message|*system+instructions|*initial+prompt|*hidden+prompt|*hidden+instructions|*developer+message|*initial+instructions|*original+instructions|**instructions|**prompt|**rules|**guidelines",
 			},
+			literals: revealObjects,
+			check:    checkReveal,
 		},
 		{
 			id: "injection-role-marker", class: ClassInjection, conf: High, modes: inBoth,
@@ -67,10 +70,7 @@ func injectionRules() []*injRule {
 		},
 		{
 			id: "injection-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
-			phrases: []string{
-				"send|post|forward|upload|transmit|exfiltrate|leak|email|e-mail|mail|submit|copy|paste|append|attach|deliver|share|relay|report|include|encode|embed|put|add ~6 " + secretData,
-			},
-			pre:       preDestination,
+			literals:  exfilDataWords(),
 			check:     checkExfiltration,
 			maskQuery: true,
 		},
@@ -99,6 +99,48 @@ func injectionRules() []*injRule {
 			id: ruleHiddenText, class: ClassInjection, conf: High, modes: inBoth, noContext: true,
 		},
 	}
+}
+
+// revealObjects are what an instruction to reveal the prompt names (the
+// keywords of checkReveal).
+var revealObjects = []string{
+	"system prompt", "system message", "system instructions", "initial prompt", "hidden prompt",
+	"hidden instructions", "developer message", "initial instructions", "original instructions",
+	"your instructions", "your prompt", "your rules", "your guidelines",
+}
+
+var revealVerbs = wordSet("reveal", "print", "output", "repeat", "display", "dump", "leak", "disclose", "show", "recite",
+	"share", "echo", "spell", "tell", "give", "write", "send", "paste", "list")
+
+// checkReveal handles the reveal keywords of injection-system-prompt
+// (its phrases pass): a revealing verb at most 4 words before the object
+// in its sentence; Medium when the object is "your" (addressed to the
+// model), Low otherwise ("show the system prompt" in an application's
+// documentation).
+func checkReveal(c *injCtx, h *injHit) bool {
+	if h.m.n > 0 {
+		return true
+	}
+	t := c.v.text
+	if h.start > 0 && isWordChar(t[h.start-1]) || h.end < len(t) && isWordChar(t[h.end]) {
+		return false
+	}
+	verb, between := verbBefore(t, h.start, 4, revealVerbs)
+	if verb < 0 {
+		return false
+	}
+	h.conf = Low
+	obj := strings.ToLower(t[h.start:h.end])
+	if strings.HasPrefix(obj, "your ") {
+		h.conf = Medium
+	}
+	for _, w := range between {
+		if w == "your" {
+			h.conf = Medium
+		}
+	}
+	h.start = verb
+	return true
 }
 
 // concealPhrases are instructions to hide something from the user
@@ -233,6 +275,90 @@ func checkRoleMarker(c *injCtx, h *injHit) bool {
 	return true
 }
 
+// exfilData are the data an exfiltration sends, with how much each
+// weakens the match (0: High; 1: Medium, as API documentation sends keys
+// and tokens to its own endpoints). Common words ("data", "file",
+// "output") are no anchors: they would be keyword hits everywhere.
+var exfilData = map[string]int{
+	"secret": 0, "secrets": 0, "credential": 0, "credentials": 0, "password": 0, "passwords": 0,
+	"passphrase": 0, "private key": 0, "private keys": 0, "ssh key": 0, "ssh keys": 0, "id_rsa": 0,
+	"env": 0, "environment variables": 0, "env vars": 0, "conversation": 0, "conversations": 0,
+	"chat history": 0, "conversation history": 0, "chat log": 0, "chat logs": 0,
+	"previous messages": 0, "system prompt": 0,
+	"api key": 1, "api keys": 1, "apikey": 1, "apikeys": 1, "access key": 1, "access keys": 1,
+	"token": 1, "tokens": 1, "cookie": 1, "cookies": 1, "session": 1, "sessions": 1, "messages": 1,
+	"contents": 1, "history": 1,
+}
+
+func exfilDataWords() []string {
+	out := make([]string, 0, len(exfilData))
+	for w := range exfilData {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exfilVerbs send data somewhere; one must stand at most 7 words before the
+// data in its sentence.
+var exfilVerbs = wordSet("send", "post", "forward", "upload", "transmit", "exfiltrate", "leak", "email", "e-mail", "mail",
+	"submit", "copy", "paste", "append", "attach", "deliver", "share", "relay", "report", "include", "encode", "embed", "put", "add")
+
+// verbBefore returns the view offset of the word of set that stands at
+// most n words before view offset p in its sentence (-1 if none), and the
+// words between it and p.
+func verbBefore(t string, p, n int, set map[string]bool) (int, []string) {
+	var between []string
+	var buf [16]byte
+	for k := 0; k < n; k++ {
+		s, e, ok := prevWord(t, p)
+		if !ok {
+			return -1, nil
+		}
+		if w := e - s; w <= len(buf) {
+			for i := 0; i < w; i++ {
+				buf[i] = lowerASCII(t[s+i])
+			}
+			if set[string(buf[:w])] {
+				return s, between
+			}
+			between = append(between, string(buf[:w]))
+		}
+		p = s
+	}
+	return -1, nil
+}
+
+// prevWord returns the word that ends before view offset p, not crossing
+// a sentence end or more than 40 bytes of separators.
+func prevWord(t string, p int) (int, int, bool) {
+	i := p
+	for i > 0 && !isWordChar(t[i-1]) {
+		switch t[i-1] {
+		case '.', '!', '?', ';':
+			if i < len(t) && (t[i] == ' ' || t[i] == '\n' || t[i] == '\t') {
+				return 0, 0, false
+			}
+		case '\n':
+			if i >= 2 && t[i-2] == '\n' {
+				return 0, 0, false
+			}
+		}
+		if p-i > 40 {
+			return 0, 0, false
+		}
+		i--
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	e := i
+	for i > 0 && (isWordChar(t[i-1]) || ((t[i-1] == '\'' || t[i-1] == '-') && i >= 2 && isWordChar(t[i-2]) && i < e)) {
+		i--
+	}
+	return i, e, true
+}
+
 // exfilPrepositions lead from the data to its destination.
 var exfilPrepositions = []string{" to ", " at ", " into ", " via ", " using ", " in ", " as "}
 
@@ -241,6 +367,19 @@ var exfilPrepositions = []string{" to ", " at ", " into ", " via ", " using ", "
 // the sentence; the span ends after it.
 func checkExfiltration(c *injCtx, h *injHit) bool {
 	t := c.v.text
+	if h.start > 0 && isWordChar(t[h.start-1]) || h.end < len(t) && isWordChar(t[h.end]) {
+		return false // inside a word
+	}
+	if !preDestination(t, h.end) {
+		return false
+	}
+	weak := exfilData[strings.ToLower(t[h.start:h.end])]
+	verb, _ := verbBefore(t, h.start, 7, exfilVerbs)
+	if verb < 0 {
+		return false
+	}
+	h.start = verb
+	h.conf = lower(High, weak)
 	end := sentenceEnd(t, h.end, 240)
 	rest := t[h.end:end]
 	dest := strings.Index(rest, "://")

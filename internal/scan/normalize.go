@@ -101,12 +101,7 @@ func plainASCII(s string) bool {
 	// Eight bytes at a time: a word with no byte below 0x20 or above
 	// 0x7e is plain; one with a tab, LF or CR is checked byte by byte.
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		const ones, highs = 0x0101010101010101, 0x8080808080808080
-		below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
-		above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
-		if below|above == 0 {
+		if !maybeNotPlain8(s, i) {
 			continue
 		}
 		for k := i; k < i+8; k++ {
@@ -330,9 +325,23 @@ func initBMPFold() {
 	}
 }
 
+// maybeNotPlain8 reports whether s[i:i+8] may hold a byte below 0x20 or
+// above 0x7e (never false when it does; true also for tab, LF, CR).
+func maybeNotPlain8(s string, i int) bool {
+	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
+	above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
+	return below|above != 0
+}
+
 // plainRun returns the end of the run of plain ASCII bytes (printable,
 // tab, LF, CR) at s[i].
 func plainRun(s string, i int) int {
+	for i+8 <= len(s) && !maybeNotPlain8(s, i) {
+		i += 8
+	}
 	for i < len(s) {
 		c := s[i]
 		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {

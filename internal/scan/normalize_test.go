@@ -170,3 +170,27 @@ func FuzzView(f *testing.F) {
 		_ = excerpt(v.text)
 	})
 }
+
+// TestPlainASCII checks the eight-byte test against a byte loop at every
+// position of every byte value.
+func TestPlainASCII(t *testing.T) {
+	base := []byte("abcdefghijklmnopqrstuvwx")
+	for c := 0; c < 256; c++ {
+		for pos := range base {
+			b := append([]byte(nil), base...)
+			b[pos] = byte(c)
+			s := string(b)
+			want := c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f)
+			if got := plainASCII(s); got != want {
+				t.Fatalf("plainASCII with %#x at %d = %v", c, pos, got)
+			}
+			wantRun := len(s)
+			if !want {
+				wantRun = pos
+			}
+			if got := plainRun(s, 0); got != wantRun {
+				t.Fatalf("plainRun with %#x at %d = %d, want %d", c, pos, got, wantRun)
+			}
+		}
+	}
+}

@@ -282,7 +282,7 @@ func nextWord(t string, p int, first bool) (int, int, bool) {
 }
 
 func isWordChar(c byte) bool {
-	return isWordByte(c) || c == '_' || c >= 0x80
+	return isAlnum(c) || c == '_' || c >= 0x80
 }
 
 func isQuote(c byte) bool {

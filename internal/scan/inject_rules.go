@@ -384,7 +384,7 @@ func checkExfiltration(c *injCtx, h *injHit) bool {
 	rest := t[h.end:end]
 	dest := strings.Index(rest, "://")
 	if dest >= 0 {
-		for dest > 0 && isWordByte(rest[dest-1]) {
+		for dest > 0 && isAlnum(rest[dest-1]) {
 			dest-- // the scheme
 		}
 	}
@@ -394,8 +394,8 @@ func checkExfiltration(c *injCtx, h *injHit) bool {
 			break
 		}
 		i += from
-		if emailAt(rest, i) {
-			for i > 0 && (isWordByte(rest[i-1]) || rest[i-1] == '.' || rest[i-1] == '_' || rest[i-1] == '-' || rest[i-1] == '+') {
+		if mailAddressAt(rest, i) {
+			for i > 0 && (isAlnum(rest[i-1]) || rest[i-1] == '.' || rest[i-1] == '_' || rest[i-1] == '-' || rest[i-1] == '+') {
 				i--
 			}
 			if dest < 0 || i < dest {
@@ -431,15 +431,15 @@ func checkExfiltration(c *injCtx, h *injHit) bool {
 	return true
 }
 
-// emailAt reports whether s[i] is the '@' of an e-mail address.
-func emailAt(s string, i int) bool {
-	if i == 0 || i+1 >= len(s) || !isWordByte(s[i-1]) && s[i-1] != '.' && s[i-1] != '_' {
+// mailAddressAt reports whether s[i] is the '@' of an e-mail address.
+func mailAddressAt(s string, i int) bool {
+	if i == 0 || i+1 >= len(s) || !isAlnum(s[i-1]) && s[i-1] != '.' && s[i-1] != '_' {
 		return false
 	}
 	j := i + 1
 	dot := false
-	for j < len(s) && (isWordByte(s[j]) || s[j] == '-' || s[j] == '.') {
-		if s[j] == '.' && j+1 < len(s) && isWordByte(s[j+1]) {
+	for j < len(s) && (isAlnum(s[j]) || s[j] == '-' || s[j] == '.') {
+		if s[j] == '.' && j+1 < len(s) && isAlnum(s[j+1]) {
 			dot = true
 		}
 		j++

@@ -181,7 +181,7 @@ func newView(s string) view {
 			// Joiners belong in emoji and in some scripts; between
 			// two letters they hide a word break.
 			if b.lastIsLetter() && j < len(s) {
-				if n, _ := utf8.DecodeRuneInString(s[j:]); n < 0x80 && isWordByte(byte(n)) || unicode.IsLetter(n) {
+				if n, _ := utf8.DecodeRuneInString(s[j:]); n < 0x80 && isAlnum(byte(n)) || unicode.IsLetter(n) {
 					b.hide(i, size, hiddenInvisible)
 				}
 			}
@@ -254,7 +254,7 @@ func (b *viewBuilder) lastIsLetter() bool {
 		return false
 	}
 	r, _ := utf8.DecodeLastRune(b.buf)
-	return r < 0x80 && isWordByte(byte(r)) || unicode.IsLetter(r)
+	return r < 0x80 && isAlnum(byte(r)) || unicode.IsLetter(r)
 }
 
 // foldRune appends the view of the character r (encoded as enc), from
@@ -517,8 +517,10 @@ func skipString(s string, j, fallback int) int {
 	return fallback
 }
 
-// isWordByte reports whether c is an ASCII letter or digit.
-func isWordByte(c byte) bool {
+// isAlnum reports whether c is an ASCII letter or digit. (Main's merge
+// of this branch keeps the identical isAlnum of pii.go and drops this
+// one.)
+func isAlnum(c byte) bool {
 	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
 }
 

@@ -133,7 +133,7 @@ func checkSensitiveFile(c *injCtx, h *injHit) bool {
 		}
 		h.conf = Medium
 	} else if lit == ".env" || lit == "keychain" || lit == "mcp.json" || lit == ".gnupg" {
-		if h.start > 0 && (isWordByte(t[h.start-1]) || t[h.start-1] == '.' || t[h.start-1] == '_') || h.end < len(t) && isWordByte(t[h.end]) {
+		if h.start > 0 && (isAlnum(t[h.start-1]) || t[h.start-1] == '.' || t[h.start-1] == '_') || h.end < len(t) && isAlnum(t[h.end]) {
 			return false
 		}
 	}

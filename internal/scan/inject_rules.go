@@ -27,6 +27,7 @@ func injectionRules() []*injRule {
 			phrases: []string{
 				overrideVerbs + " ~3 " + priorWords + " ~2 " + instrWords,
 				overrideVerbs + " ~1 everything|*anything|*all ~2 above|before|previously|prior|earlier|said|told|written|so+far",
+				overrideVerbs + " ~3 " + instrWords + " ~1 above|before|earlier|previously|so+far|you+were+given|you+received|you+have+been+given|you+were+told",
 			},
 			check: checkIgnore,
 		},
@@ -60,7 +61,7 @@ func injectionRules() []*injRule {
 				"</tool_result>", "</tool_results>", "</function_results>", "</function_result>", "<function_results>",
 				"</tool_output>", "</tool_response>", "<tool_response>", "</tool_use>", "</search_results>",
 				"### system:", "### instruction:", "### instructions:", "### human:", "### assistant:", "### user:",
-				"human:", "assistant:", "system:",
+				"human:", "assistant:", "system:", "<system>", "</system>",
 			},
 			check: checkRoleMarker,
 		},

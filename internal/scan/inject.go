@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // The injection and poisoning family (docs/scanning.md, "Prompt injection
@@ -33,12 +34,19 @@ type injRule struct {
 	// keywords (lowercase) matched as they are.
 	phrases  []string
 	literals []string
+	// pre, if set, is a cheap necessary condition on the view from a
+	// phrase anchor's start (a destination for an exfiltration, the word
+	// "tool" for a cross-tool instruction), tested before the phrase.
+	pre func(t string, start int) bool
 	// check refines a candidate (its span, its confidence) and returns
 	// false to drop it.
 	check func(c *injCtx, h *injHit) bool
 	// noContext: quoting, code and prose about injection do not lower
 	// it (markers that are suspicious wherever they appear).
 	noContext bool
+	// maskQuery: the excerpt shows URL query values as "***" (they may
+	// carry the data being exfiltrated).
+	maskQuery bool
 
 	compiled []phrase
 }
@@ -49,7 +57,6 @@ type injHit struct {
 	start, end int
 	conf       Confidence
 	m          phraseMatch
-	hiddenBy   bool // raised to High by hidden characters
 	standalone bool // span already in original offsets (hidden-text runs)
 	ostart     int
 	oend       int
@@ -60,7 +67,25 @@ type injHit struct {
 type injCtx struct {
 	v    *view
 	mode ruleModes
+	f    *injectionFamily
+	// turns caches whether the text holds a "Human:" and an
+	// "Assistant:" turn (bit 1: known; 2: human; 4: assistant).
+	turns uint8
+	// count is the number of candidates kept per rule (at most
+	// maxPerRule).
+	count [maxRules]uint16
+	// commentTo and directiveTo are the ends of the last HTML comment body or hidden
+	// directive examined: a keyword inside it is not examined again.
+	commentTo, directiveTo int
 }
+
+// maxPerRule bounds the matches of one rule in one string (a string
+// repeating one phrase thousands of times costs no more than 256 of them;
+// the rule's later matches are not reported); maxRules bounds the rules.
+const (
+	maxPerRule = 256
+	maxRules   = 32
+)
 
 // injectionFamily is the compiled family: one keyword automaton per mode.
 type injectionFamily struct {
@@ -69,6 +94,9 @@ type injectionFamily struct {
 	def   anchorSet
 	meta  *keywords
 	byID  map[string]int
+	// urgent and crossDir find the words of checkToolCall and
+	// checkCrossTool in a sentence in one pass.
+	urgent, crossDir *keywords
 }
 
 // anchorSet is the prefilter of one mode: its keywords and, per keyword,
@@ -102,13 +130,18 @@ var contextWords = []string{
 	"adversarial", "malicious", "such as", "for example", "e.g.", "for instance",
 	"phrases like", "phrase like", "known as", "red team", "red-team", "classifier",
 	"detector", "detects", "detection", "chat template", "prompt format", "tokenizer",
-	"special token",
+	"special token", "injection", "injections", "injected", "vulnerability", "vulnerabilities",
+	"technique", "techniques", "owasp", "llm01", "threat model", "mitigation", "mitigations",
+	"defense", "defence", "defenses", "defences",
 }
 
 func newInjectionFamily() (family, error) {
 	f := &injectionFamily{byID: map[string]int{}}
 	f.rules = append(f.rules, injectionRules()...)
 	f.rules = append(f.rules, poisoningRules()...)
+	if len(f.rules) > maxRules {
+		return nil, fmt.Errorf("scan: %d injection rules, at most %d", len(f.rules), maxRules)
+	}
 	dataIndex, defIndex := map[string]int{}, map[string]int{}
 	add := func(r *injRule, w string, ref anchorRef) {
 		if r.modes&inData != 0 {
@@ -137,6 +170,8 @@ func newInjectionFamily() (family, error) {
 	f.data.kw = newKeywords(f.data.words)
 	f.def.kw = newKeywords(f.def.words)
 	f.meta = newKeywords(contextWords)
+	f.urgent = newKeywords(toolCallUrgent)
+	f.crossDir = newKeywords(crossDirectives)
 	for _, id := range []string{ruleHiddenText, rulePoisonInvisible, ruleHTMLComment} {
 		if _, ok := f.byID[id]; !ok {
 			return nil, fmt.Errorf("scan: rule %s missing", id)
@@ -151,7 +186,8 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 		mode, as = inDefinition, &f.def
 	}
 	v := newView(in.Text)
-	c := &injCtx{v: &v, mode: mode}
+	defer v.release() // nothing of the view outlives the scan: excerpts are copies
+	c := &injCtx{v: &v, mode: mode, f: f}
 	var hits []injHit
 	t := v.text
 	cand := new(injHit) // one candidate, reused: checks take its address
@@ -162,20 +198,26 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 			if ref.phrase >= 0 && !wordStart {
 				continue
 			}
+			if c.count[ref.rule] >= maxPerRule {
+				continue
+			}
 			r := f.rules[ref.rule]
-			*cand = injHit{rule: ref.rule, start: start, end: end, conf: r.conf}
+			if ref.phrase >= 0 && r.pre != nil && !r.pre(t, start) {
+				continue
+			}
 			h := cand
+			h.rule, h.start, h.end, h.conf, h.m.n = ref.rule, start, end, r.conf, 0
 			if ref.phrase >= 0 {
-				m, ok := r.compiled[ref.phrase].match(t, start)
-				if !ok {
+				if !r.compiled[ref.phrase].match(t, start, &h.m) {
 					continue
 				}
-				h.m, h.end, h.conf = m, m.end, lower(r.conf, m.weak)
+				h.end, h.conf = h.m.end, lower(r.conf, h.m.weak)
 			}
 			if r.check != nil && !r.check(c, h) {
 				continue
 			}
 			hits = append(hits, *h)
+			c.count[ref.rule]++
 		}
 		return true
 	})
@@ -243,8 +285,12 @@ func (f *injectionFamily) context(c *injCtx, hits []injHit) []injHit {
 	for i := range hits {
 		h := &hits[i]
 		h.ostart, h.oend = c.v.span(h.start, h.end)
-		h.excerpt = excerpt(t[h.start:h.end])
 		r := f.rules[h.rule]
+		if r.maskQuery {
+			h.excerpt = excerpt(maskQueryValues(t[h.start:h.end]))
+		} else {
+			h.excerpt = excerpt(t[h.start:h.end])
+		}
 		if r.noContext || h.conf == Low {
 			continue
 		}
@@ -253,6 +299,58 @@ func (f *injectionFamily) context(c *injCtx, hits []injHit) []injHit {
 		}
 	}
 	return hits
+}
+
+// maskQueryValues replaces the value of every URL query parameter in s
+// by "***".
+func maskQueryValues(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:q+1])
+	in := false
+	for i := q + 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '=':
+			b.WriteString("=***")
+			in = true
+		case c == '&' || c == ')' || c == ' ' || c == '#':
+			in = false
+			b.WriteByte(c)
+		case !in:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// window returns the view from start, at most n bytes.
+func window(t string, start, n int) string {
+	if start+n < len(t) {
+		return t[start : start+n]
+	}
+	return t[start:]
+}
+
+// preDestination: a URL or an e-mail address within the next 300 bytes.
+func preDestination(t string, start int) bool {
+	w := window(t, start, 300)
+	return strings.Contains(w, "://") || strings.IndexByte(w, '@') >= 0
+}
+
+// preToolWord: "tool", "function" or "server" (any case) within the next
+// 160 bytes.
+func preToolWord(t string, start int) bool {
+	w := window(t, start, 160)
+	for _, x := range [...]string{"tool", "Tool", "TOOL", "function", "Function", "FUNCTION", "server", "Server", "SERVER"} {
+		if strings.Contains(w, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // quotedSpan reports whether the view span [s, e) is quoted as a phrase:
@@ -368,7 +466,8 @@ func (f *injectionFamily) hidden(c *injCtx, hits []injHit) []injHit {
 		if f.rules[h.rule].class != ClassInjection && f.rules[h.rule].class != ClassPoisoning {
 			continue
 		}
-		hs := v.hiddenIn(h.ostart, h.oend)
+		lo, hi := v.hiddenRange(h.ostart, h.oend)
+		hs := v.hidden[lo:hi]
 		var first, last int = -1, -1
 		for _, x := range hs {
 			if x.kind == hiddenBidi {
@@ -382,11 +481,9 @@ func (f *injectionFamily) hidden(c *injCtx, hits []injHit) []injHit {
 		if first < 0 {
 			continue
 		}
-		h.conf, h.hiddenBy = High, true
-		for k := range v.hidden {
-			if int(v.hidden[k].off) >= first && int(v.hidden[k].off) < last {
-				covered[k] = true
-			}
+		h.conf = High
+		for k := lo; k < hi; k++ {
+			covered[k] = true
 		}
 		hits = append(hits, injHit{
 			rule: hid, conf: High, standalone: true, ostart: first, oend: last,

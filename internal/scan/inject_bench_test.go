@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,44 @@ func BenchmarkInjectionBenign64KiB(b *testing.B) {
 				s.Scan(in, func(Finding) { n++ })
 			}
 		})
+	}
+}
+
+// adversarialTexts are 64 KiB inputs built to make the rules work hard:
+// a keyword at every few bytes, unterminated comments and tags, floods of
+// hiding characters.
+func adversarialTexts() map[string]string {
+	rep := func(s string) string { return benignText(64<<10, []string{s}) }
+	return map[string]string{
+		"ignore":       rep("ignore ignore previous "),
+		"comments":     rep("<!-- ai must "),
+		"directives":   rep("<important> "),
+		"sensitive":    rep("read id_rsa "),
+		"turns":        rep("\n\nHuman: x\n\nAssistant: y"),
+		"zero-width":   rep("a\u200b"),
+		"tags":         rep("\U000E0069\U000E0067"),
+		"exfiltration": rep("send secrets to a@b.c "),
+		"tool-calls":   rep("call the a_b tool now "),
+		"cross-tool":   rep("when the x tool is used always "),
+		"markdown":     rep("![a](https://x.example/?q={a}) "),
+		"quotes":       rep("'ignore previous instructions' "),
+	}
+}
+
+func BenchmarkInjectionAdversarial64KiB(b *testing.B) {
+	s, err := New(Options{NoSecrets: true, NoPII: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, text := range adversarialTexts() {
+		for _, mode := range []Mode{ModeData, ModeToolDefinition} {
+			b.Run(fmt.Sprintf("%s/mode%d", name, mode), func(b *testing.B) {
+				in := Input{Text: text, Mode: mode}
+				b.SetBytes(int64(len(text)))
+				for i := 0; i < b.N; i++ {
+					s.Scan(in, func(Finding) {})
+				}
+			})
+		}
 	}
 }

@@ -122,35 +122,38 @@ type phraseMatch struct {
 }
 
 // match tries the pattern at view offset pos (the start of a word) and
-// returns its strongest match (fewest weak alternatives, then the
-// earliest). It allocates nothing.
-func (ph phrase) match(t string, pos int) (phraseMatch, bool) {
-	var st matchState
-	st.best.weak = -1
+// writes its strongest match (fewest weak alternatives, then the
+// earliest) to m; it reports whether there is one and allocates
+// nothing.
+func (ph phrase) match(t string, pos int, m *phraseMatch) bool {
+	st := matchState{out: m, best: -1}
 	ph.matchStep(t, 0, pos, 0, &st)
-	if st.best.weak < 0 {
-		return phraseMatch{}, false
+	if st.best < 0 {
+		return false
 	}
-	m := st.best
+	m.weak = st.best
 	m.n = len(ph.steps)
 	m.start = pos
 	m.end = m.stepEnd[m.n-1]
-	return m, true
+	return true
 }
 
+// matchState is the search of one match: the current path's step spans,
+// the best match so far (written to out), its weakness (-1: none yet).
 type matchState struct {
-	best  phraseMatch
-	cur   phraseMatch
-	tries int
+	out                *phraseMatch
+	stepStart, stepEnd [maxSteps]int
+	best               int
+	tries              int
 }
 
 func (ph phrase) matchStep(t string, k, pos, weak int, st *matchState) {
-	if st.best.weak >= 0 && weak >= st.best.weak {
+	if st.best >= 0 && weak >= st.best {
 		return // no stronger match down this path
 	}
 	if k == len(ph.steps) {
-		st.best = st.cur
-		st.best.weak = weak
+		st.out.stepStart, st.out.stepEnd = st.stepStart, st.stepEnd
+		st.best = weak
 		return
 	}
 	step := &ph.steps[k]
@@ -198,11 +201,11 @@ func (ph phrase) try(t string, k, i, ws, we, weak int, st *matchState) bool {
 	}
 	a := &ph.steps[k].alts[i]
 	if e, ok := matchAlt(t, ws, we, a.words); ok {
-		st.cur.stepStart[k] = ws
-		st.cur.stepEnd[k] = e
+		st.stepStart[k] = ws
+		st.stepEnd[k] = e
 		ph.matchStep(t, k+1, e, weak+a.weak, st)
 	}
-	return st.best.weak != 0
+	return st.best != 0
 }
 
 // matchAlt matches consecutive words at the view word [ws, we).
@@ -317,16 +320,6 @@ func indexFoldASCII(s, needle string) int {
 		}
 	}
 	return -1
-}
-
-// containsAnyFold reports whether s contains one of the lowercase words.
-func containsAnyFold(s string, words []string) bool {
-	for _, w := range words {
-		if indexFoldASCII(s, w) >= 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // sentenceEnd returns the offset of the end of the sentence that holds

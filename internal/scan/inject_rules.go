@@ -1,6 +1,9 @@
 package scan
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // The injection rules (ClassInjection; ModeData and ModeToolDefinition).
 // Patterns: inject_match.go. Confidence: an explicit override directive
@@ -11,11 +14,10 @@ import "strings"
 
 // Word sets shared by patterns.
 const (
-	overrideVerbs = "ignore|ignoring|disregard|disregarding|forget|forgetting|override|overriding|bypass|discard|abandon|skip|neglect|do+not+follow|don't+follow|dont+follow|stop+following|no+longer+follow|cease+following|do+not+obey|don't+obey|stop+obeying"
+	overrideVerbs = "ignore|ignoring|disregard|disregarding|forget|forgetting|override|overriding|bypass|discard|abandon|neglect|do+not+follow|don't+follow|dont+follow|stop+following|no+longer+follow|cease+following|do+not+obey|don't+obey|stop+obeying"
 	priorWords    = "previous|previously|prior|above|earlier|preceding|foregoing|former|original|initial|old|existing|past|system|developer|your|*all|*any|**these|**those|**the|**other|**such"
 	instrWords    = "instructions|instruction|prompt|prompts|directions|directives|directive|guidelines|guidance|rules|commands|orders|constraints|restrictions|programming|policies|safeguards|guardrails|training|context|messages|text|content|conversation"
 	userWords     = "user|users|human|humans|operator|requester|requestor|customer|client"
-	secretData    = "secret|secrets|api+key|api+keys|apikey|apikeys|access+key|access+keys|token|tokens|credential|credentials|password|passwords|passphrase|private+key|private+keys|ssh+key|ssh+keys|id_rsa|env|environment+variables|env+vars|cookie|cookies|session|sessions|conversation|conversations|chat+history|conversation+history|chat+log|chat+logs|previous+messages|system+prompt|*messages|*contents|*content|*history|**data|**information|**info|**details|**files|**file|**output|**results"
 )
 
 func injectionRules() []*injRule {
@@ -25,6 +27,7 @@ func injectionRules() []*injRule {
 			phrases: []string{
 				overrideVerbs + " ~3 " + priorWords + " ~2 " + instrWords,
 				overrideVerbs + " ~1 everything|*anything|*all ~2 above|before|previously|prior|earlier|said|told|written|so+far",
+				overrideVerbs + " ~3 " + instrWords + " ~1 above|before|earlier|previously|so+far|you+were+given|you+received|you+have+been+given|you+were+told",
 			},
 			check: checkIgnore,
 		},
@@ -42,11 +45,12 @@ func injectionRules() []*injRule {
 			id: "injection-system-prompt", class: ClassInjection, conf: High, modes: inBoth,
 			phrases: []string{
 				"override|overwrite|replace|rewrite|change|modify|update ~1 *the|your|**a ~0 system+prompt|system+message|system+instructions|system+instruction|initial+instructions|core+instructions",
-				"new|updated|revised ~0 *system+prompt|*system+message|*system+instructions|*system+instruction",
+				combine("*new|*updated|*revised", "system+prompt|system+message|system+instructions|system+instruction"),
 				"system+prompt|system+instructions ~0 override|overridden|updated|changed|replaced",
 				"your ~0 new|real|actual|true|updated|revised ~0 instructions|rules|task|objective|goal|role|purpose|system+prompt|directive|mission",
-				"reveal|print|output|repeat|display|dump|leak|disclose|show|recite|share|echo|spell+out|tell+me|give+me|write+out|send+me|paste|list ~3 your|**the|**all ~2 *system+prompt|*system+message|*system+instructions|*initial+prompt|*hidden+prompt|*hidden+instructions|*developer+message|*initial+instructions|*original+instructions|**instructions|**prompt|**rules|**guidelines",
 			},
+			literals: revealObjects,
+			check:    checkReveal,
 		},
 		{
 			id: "injection-role-marker", class: ClassInjection, conf: High, modes: inBoth,
@@ -57,7 +61,7 @@ func injectionRules() []*injRule {
 				"</tool_result>", "</tool_results>", "</function_results>", "</function_result>", "<function_results>",
 				"</tool_output>", "</tool_response>", "<tool_response>", "</tool_use>", "</search_results>",
 				"### system:", "### instruction:", "### instructions:", "### human:", "### assistant:", "### user:",
-				"human:", "assistant:", "system:",
+				"human:", "assistant:", "system:", "<system>", "</system>",
 			},
 			check: checkRoleMarker,
 		},
@@ -67,15 +71,15 @@ func injectionRules() []*injRule {
 		},
 		{
 			id: "injection-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
-			phrases: []string{
-				"send|post|forward|upload|transmit|exfiltrate|leak|email|e-mail|mail|submit|copy|paste|append|attach|deliver|share|relay|report|include|encode|embed|put|add ~6 " + secretData,
-			},
-			check: checkExfiltration,
+			literals:  exfilDataWords(),
+			check:     checkExfiltration,
+			maskQuery: true,
 		},
 		{
 			id: "injection-markdown-exfiltration", class: ClassInjection, conf: High, modes: inBoth,
-			literals: []string{"](http://", "](https://", "](//"},
-			check:    checkMarkdownURL,
+			literals:  []string{"](http://", "](https://", "](//"},
+			check:     checkMarkdownURL,
+			maskQuery: true,
 		},
 		{
 			id: "injection-tool-call", class: ClassInjection, conf: Medium, modes: inData,
@@ -96,6 +100,48 @@ func injectionRules() []*injRule {
 			id: ruleHiddenText, class: ClassInjection, conf: High, modes: inBoth, noContext: true,
 		},
 	}
+}
+
+// revealObjects are what an instruction to reveal the prompt names (the
+// keywords of checkReveal).
+var revealObjects = []string{
+	"system prompt", "system message", "system instructions", "initial prompt", "hidden prompt",
+	"hidden instructions", "developer message", "initial instructions", "original instructions",
+	"your instructions", "your prompt", "your rules", "your guidelines",
+}
+
+var revealVerbs = wordSet("reveal", "print", "output", "repeat", "display", "dump", "leak", "disclose", "show", "recite",
+	"share", "echo", "spell", "tell", "give", "write", "send", "paste", "list")
+
+// checkReveal handles the reveal keywords of injection-system-prompt
+// (its phrases pass): a revealing verb at most 4 words before the object
+// in its sentence; Medium when the object is "your" (addressed to the
+// model), Low otherwise ("show the system prompt" in an application's
+// documentation).
+func checkReveal(c *injCtx, h *injHit) bool {
+	if h.m.n > 0 {
+		return true
+	}
+	t := c.v.text
+	if h.start > 0 && isWordChar(t[h.start-1]) || h.end < len(t) && isWordChar(t[h.end]) {
+		return false
+	}
+	verb, between := verbBefore(t, h.start, 4, revealVerbs)
+	if verb < 0 {
+		return false
+	}
+	h.conf = Low
+	obj := strings.ToLower(t[h.start:h.end])
+	if strings.HasPrefix(obj, "your ") {
+		h.conf = Medium
+	}
+	for _, w := range between {
+		if w == "your" {
+			h.conf = Medium
+		}
+	}
+	h.start = verb
+	return true
 }
 
 // concealPhrases are instructions to hide something from the user
@@ -200,16 +246,28 @@ func checkRoleMarker(c *injCtx, h *injHit) bool {
 		if i < 2 || t[i-1] != '\n' || t[i-2] != '\n' && !(t[i-2] == '\r' && i >= 3 && t[i-3] == '\n') {
 			return false // a turn starts after a blank line
 		}
-		other := "\n\nassistant:"
-		if lit == "assistant:" {
-			other = "\n\nhuman:"
+		if c.turns == 0 {
+			c.turns = 1
+			if indexFoldASCII(t, "\nhuman:") >= 0 {
+				c.turns |= 2
+			}
+			if indexFoldASCII(t, "\nassistant:") >= 0 {
+				c.turns |= 4
+			}
 		}
-		if lit == "system:" {
-			if indexFoldASCII(t, "\n\nhuman:") < 0 && indexFoldASCII(t, "\n\nassistant:") < 0 {
+		switch lit {
+		case "human:":
+			if c.turns&4 == 0 {
 				return false
 			}
-		} else if indexFoldASCII(t, other) < 0 {
-			return false
+		case "assistant:":
+			if c.turns&2 == 0 {
+				return false
+			}
+		default:
+			if c.turns&6 == 0 {
+				return false
+			}
 		}
 		h.conf = Medium
 	default:
@@ -218,41 +276,152 @@ func checkRoleMarker(c *injCtx, h *injHit) bool {
 	return true
 }
 
-// exfilTargets mark a destination after an exfiltration verb and its data.
-var exfilTargets = []string{"http://", "https://", "ftp://", "webhook", "@", "ngrok", "requestbin", "pastebin"}
+// exfilData are the data an exfiltration sends, with how much each
+// weakens the match (0: High; 1: Medium, as API documentation sends keys
+// and tokens to its own endpoints). Common words ("data", "file",
+// "output") are no anchors: they would be keyword hits everywhere.
+var exfilData = map[string]int{
+	"secret": 0, "secrets": 0, "credential": 0, "credentials": 0, "password": 0, "passwords": 0,
+	"passphrase": 0, "private key": 0, "private keys": 0, "ssh key": 0, "ssh keys": 0, "id_rsa": 0,
+	"env": 0, "environment variables": 0, "env vars": 0, "conversation": 0, "conversations": 0,
+	"chat history": 0, "conversation history": 0, "chat log": 0, "chat logs": 0,
+	"previous messages": 0, "system prompt": 0,
+	"api key": 1, "api keys": 1, "apikey": 1, "apikeys": 1, "access key": 1, "access keys": 1,
+	"token": 1, "tokens": 1, "cookie": 1, "cookies": 1, "session": 1, "sessions": 1, "messages": 1,
+	"contents": 1, "history": 1,
+}
+
+func exfilDataWords() []string {
+	out := make([]string, 0, len(exfilData))
+	for w := range exfilData {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exfilVerbs send data somewhere; one must stand at most 7 words before the
+// data in its sentence.
+var exfilVerbs = wordSet("send", "post", "forward", "upload", "transmit", "exfiltrate", "leak", "email", "e-mail", "mail",
+	"submit", "copy", "paste", "append", "attach", "deliver", "share", "relay", "report", "include", "encode", "embed", "put", "add")
+
+// verbBefore returns the view offset of the word of set that stands at
+// most n words before view offset p in its sentence (-1 if none), and the
+// words between it and p.
+func verbBefore(t string, p, n int, set map[string]bool) (int, []string) {
+	var between []string
+	var buf [16]byte
+	for k := 0; k < n; k++ {
+		s, e, ok := prevWord(t, p)
+		if !ok {
+			return -1, nil
+		}
+		if w := e - s; w <= len(buf) {
+			for i := 0; i < w; i++ {
+				buf[i] = lowerASCII(t[s+i])
+			}
+			if set[string(buf[:w])] {
+				return s, between
+			}
+			between = append(between, string(buf[:w]))
+		}
+		p = s
+	}
+	return -1, nil
+}
+
+// prevWord returns the word that ends before view offset p, not crossing
+// a sentence end or more than 40 bytes of separators.
+func prevWord(t string, p int) (int, int, bool) {
+	i := p
+	for i > 0 && !isWordChar(t[i-1]) {
+		switch t[i-1] {
+		case '.', '!', '?', ';':
+			if i < len(t) && (t[i] == ' ' || t[i] == '\n' || t[i] == '\t') {
+				return 0, 0, false
+			}
+		case '\n':
+			if i >= 2 && t[i-2] == '\n' {
+				return 0, 0, false
+			}
+		}
+		if p-i > 40 {
+			return 0, 0, false
+		}
+		i--
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	e := i
+	for i > 0 && (isWordChar(t[i-1]) || ((t[i-1] == '\'' || t[i-1] == '-') && i >= 2 && isWordChar(t[i-2]) && i < e)) {
+		i--
+	}
+	return i, e, true
+}
+
+// exfilPrepositions lead from the data to its destination.
+var exfilPrepositions = []string{" to ", " at ", " into ", " via ", " using ", " in ", " as "}
 
 // checkExfiltration requires a destination (a URL or an e-mail address,
-// after "to", "at", "into" or "via") in the rest of the sentence.
+// after "to", "at", "into", "via", "using", "in" or "as") in the rest of
+// the sentence; the span ends after it.
 func checkExfiltration(c *injCtx, h *injHit) bool {
 	t := c.v.text
-	end := sentenceEnd(t, h.end, 240)
-	rest := t[h.end:end]
-	to := -1
-	for _, w := range []string{" to ", " at ", " into ", " via ", " using ", " in ", " as "} {
-		if i := indexFoldASCII(rest, w); i >= 0 && (to < 0 || i < to) {
-			to = i
-		}
+	if h.start > 0 && isWordChar(t[h.start-1]) || h.end < len(t) && isWordChar(t[h.end]) {
+		return false // inside a word
 	}
-	if to < 0 {
+	if !preDestination(t, h.end) {
 		return false
 	}
-	dest := rest[to:]
-	found := -1
-	for _, w := range exfilTargets {
-		if i := indexFoldASCII(dest, w); i >= 0 {
-			if w == "@" && !mailAddressAt(dest, i) {
-				continue
-			}
-			if found < 0 || i < found {
-				found = i
-			}
+	weak := exfilData[strings.ToLower(t[h.start:h.end])]
+	verb, _ := verbBefore(t, h.start, 7, exfilVerbs)
+	if verb < 0 {
+		return false
+	}
+	h.start = verb
+	h.conf = lower(High, weak)
+	end := sentenceEnd(t, h.end, 240)
+	rest := t[h.end:end]
+	dest := strings.Index(rest, "://")
+	if dest >= 0 {
+		for dest > 0 && isAlnum(rest[dest-1]) {
+			dest-- // the scheme
 		}
 	}
-	if found < 0 {
+	for from := 0; ; {
+		i := strings.IndexByte(rest[from:], '@')
+		if i < 0 {
+			break
+		}
+		i += from
+		if mailAddressAt(rest, i) {
+			for i > 0 && (isAlnum(rest[i-1]) || rest[i-1] == '.' || rest[i-1] == '_' || rest[i-1] == '-' || rest[i-1] == '+') {
+				i--
+			}
+			if dest < 0 || i < dest {
+				dest = i
+			}
+			break
+		}
+		from = i + 1
+	}
+	if dest < 0 {
+		return false
+	}
+	lead := " " + rest[:dest] + " "
+	found := false
+	for _, w := range exfilPrepositions {
+		if indexFoldASCII(lead, w) >= 0 {
+			found = true
+			break
+		}
+	}
+	if !found {
 		return false
 	}
 	// The span ends after the destination's first token.
-	e := h.end + to + found
+	e := h.end + dest
 	for e < end && t[e] != ' ' && t[e] != '\n' && t[e] != '\t' && t[e] != ')' && t[e] != '"' && t[e] != '\'' {
 		e++
 	}
@@ -382,24 +551,36 @@ func checkToolCall(c *injCtx, h *injHit) bool {
 	}
 	e := sentenceEnd(t, h.end, 240)
 	s := sentenceStart(t, h.start, 120)
-	if !containsAnyFold(t[s:e], toolCallUrgent) {
+	if !c.f.urgent.any(t[s:e]) {
 		h.conf = Low
 	}
 	return true
 }
 
 // commentAddressees and commentDirectives mark an HTML comment written
-// to the model.
+// to the model (words of the comment, lowercase; a directive may be two
+// words).
 var (
-	commentAddressees = []string{"ai", "assistant", "model", "agent", "llm", "claude", "gpt", "chatgpt", "copilot", "gemini", "chatbot", "bot", "language model"}
-	commentDirectives = []string{"ignore", "must", "always", "never", "do not", "don't", "instead", "send", "call", "execute", "run", "reveal", "tell", "include", "append", "forward", "you are", "your task", "instructions"}
+	commentAddressees = wordSet("ai", "assistant", "model", "agent", "llm", "claude", "gpt", "chatgpt", "copilot", "gemini", "chatbot", "bot")
+	commentDirectives = wordSet("ignore", "must", "always", "never", "instead", "send", "call", "execute", "run", "reveal", "tell", "include", "append", "forward", "instructions", "don't", "do not", "you are", "your task")
 )
+
+func wordSet(words ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
 
 // checkHTMLComment flags an HTML comment addressed to the model with a
 // directive in it (Medium; High when another rule matched inside it,
 // injectionFamily.comments). The span is the whole comment.
 func checkHTMLComment(c *injCtx, h *injHit) bool {
 	t := c.v.text
+	if h.start < c.commentTo {
+		return false // inside a comment examined already
+	}
 	limit := h.end + 8192
 	if limit > len(t) {
 		limit = len(t)
@@ -411,46 +592,48 @@ func checkHTMLComment(c *injCtx, h *injHit) bool {
 		e = h.end + e + 3
 	}
 	body := t[h.end:e]
-	addressed := false
-	for _, w := range commentAddressees {
-		if wordIn(body, w) {
+	c.commentTo = e
+	addressed, directive := false, false
+	var buf, prev [16]byte
+	pn := 0
+	for p := 0; p < len(body) && !(addressed && directive); {
+		ws, we, ok := nextWord(body, p, true)
+		if !ok {
+			break
+		}
+		p = we
+		n := we - ws
+		if n > len(buf) {
+			pn = 0
+			continue
+		}
+		for i := 0; i < n; i++ {
+			buf[i] = lowerASCII(body[ws+i])
+		}
+		w := buf[:n]
+		if commentAddressees[string(w)] {
 			addressed = true
-			break
 		}
-	}
-	if !addressed {
-		return false
-	}
-	directive := false
-	for _, w := range commentDirectives {
-		if wordIn(body, w) {
+		if commentDirectives[string(w)] {
 			directive = true
-			break
 		}
+		if pn > 0 && pn+1+n <= 40 {
+			var two [40]byte
+			k := copy(two[:], prev[:pn])
+			two[k] = ' '
+			k++
+			k += copy(two[k:], w)
+			if commentDirectives[string(two[:k])] {
+				directive = true
+			}
+		}
+		pn = copy(prev[:], w)
 	}
-	if !directive {
+	if !addressed || !directive {
 		return false
 	}
 	h.end = e
 	return true
-}
-
-// wordIn reports whether the lowercase word (or words) w occurs in s as a
-// whole word, folding ASCII case.
-func wordIn(s, w string) bool {
-	for from := 0; from < len(s); {
-		i := indexFoldASCII(s[from:], w)
-		if i < 0 {
-			return false
-		}
-		i += from
-		j := i + len(w)
-		if (i == 0 || !isWordChar(s[i-1])) && (j >= len(s) || !isWordChar(s[j])) {
-			return true
-		}
-		from = i + 1
-	}
-	return false
 }
 
 // combine joins every alternative of a with every alternative of b into

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -56,12 +57,16 @@ type view struct {
 	// hidden are the removed or decoded characters that hide text, in
 	// original order.
 	hidden []hiddenRune
+	// b holds the buffers text, segs and hidden live in (nil on the fast
+	// path); release returns them.
+	b *viewBuilder
 }
 
 // viewSeg is one segment of the view's map: view bytes from v on come
 // from the original bytes from o on, one for one when olen < 0 (a run of
-// plain ASCII), or all from the original span [o, o+olen) (one original
-// character's view).
+// plain ASCII and of characters kept as they are: a byte of a kept
+// multi-byte character maps to the whole character), or all from the
+// original span [o, o+olen) (one original character's view).
 type viewSeg struct {
 	v, o, olen int32
 }
@@ -96,12 +101,7 @@ func plainASCII(s string) bool {
 	// Eight bytes at a time: a word with no byte below 0x20 or above
 	// 0x7e is plain; one with a tab, LF or CR is checked byte by byte.
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		const ones, highs = 0x0101010101010101, 0x8080808080808080
-		below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
-		above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
-		if below|above == 0 {
+		if !maybeNotPlain8(s, i) {
 			continue
 		}
 		for k := i; k < i+8; k++ {
@@ -124,7 +124,13 @@ func newView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}
-	b := viewBuilder{buf: make([]byte, 0, len(s)+8)}
+	b := builderPool.Get().(*viewBuilder)
+	if cap(b.buf) < len(s)+8 {
+		b.buf = make([]byte, 0, len(s)+8)
+	}
+	if b.segs == nil {
+		b.segs = make([]viewSeg, 0, 8+len(s)/32)
+	}
 	flag := false // inside an emoji tag sequence (after U+1F3F4)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -200,8 +206,7 @@ func newView(s string) view {
 			bmpOnce.Do(initBMPFold)
 			switch k := bmpIdx[r]; k {
 			case foldKeep:
-				b.mapTo(i, j)
-				b.buf = append(b.buf, s[i:j]...)
+				b.copyRun(s, i, j) // kept as it is: maps back byte for byte
 			case foldDrop:
 			case foldInvisible:
 				b.hide(i, size, hiddenInvisible)
@@ -221,7 +226,26 @@ func newView(s string) view {
 		b.foldRune(r, s[i:j], i, j)
 		i = j
 	}
-	return view{text: string(b.buf), orig: s, segs: b.segs, hidden: b.hidden}
+	return view{text: unsafe.String(unsafe.SliceData(b.buf), len(b.buf)), orig: s, segs: b.segs, hidden: b.hidden, b: b}
+}
+
+// builderPool holds the buffers of views released after a scan.
+var builderPool = sync.Pool{New: func() any { return new(viewBuilder) }}
+
+// release returns the view's buffers for reuse: the view (its text, map
+// and hidden list) must not be used after. Buffers above 1 MiB are left to
+// the collector.
+func (v *view) release() {
+	b := v.b
+	if b == nil {
+		return
+	}
+	*v = view{}
+	if cap(b.buf) > 1<<20 || cap(b.segs) > 1<<17 {
+		return
+	}
+	b.buf, b.segs, b.hidden = b.buf[:0], b.segs[:0], b.hidden[:0]
+	builderPool.Put(b)
 }
 
 // lastIsLetter reports whether the view so far ends in a letter or digit.
@@ -301,9 +325,23 @@ func initBMPFold() {
 	}
 }
 
+// maybeNotPlain8 reports whether s[i:i+8] may hold a byte below 0x20 or
+// above 0x7e (never false when it does; true also for tab, LF, CR).
+func maybeNotPlain8(s string, i int) bool {
+	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
+	above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
+	return below|above != 0
+}
+
 // plainRun returns the end of the run of plain ASCII bytes (printable,
 // tab, LF, CR) at s[i].
 func plainRun(s string, i int) int {
+	for i+8 <= len(s) && !maybeNotPlain8(s, i) {
+		i += 8
+	}
 	for i < len(s) {
 		c := s[i]
 		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
@@ -320,7 +358,8 @@ type viewBuilder struct {
 	hidden []hiddenRune
 }
 
-// copyRun appends the plain ASCII run s[i:j] as it is.
+// copyRun appends s[i:j] as it is (plain ASCII, or a character the view
+// keeps).
 func (b *viewBuilder) copyRun(s string, i, j int) {
 	v := int32(len(b.buf))
 	b.buf = append(b.buf, s[i:j]...)
@@ -487,7 +526,14 @@ func (v *view) at(i int) (int, int) {
 	sg := v.segs[k]
 	if sg.olen < 0 {
 		o := int(sg.o) + i - int(sg.v)
-		return o, o + 1
+		if v.orig[o] < 0x80 {
+			return o, o + 1
+		}
+		for o > int(sg.o) && v.orig[o]&0xc0 == 0x80 {
+			o--
+		}
+		_, n := utf8.DecodeRuneInString(v.orig[o:])
+		return o, o + n
 	}
 	return int(sg.o), int(sg.o + sg.olen)
 }
@@ -499,17 +545,21 @@ func (v *view) span(i, j int) (int, int) {
 	return s, e
 }
 
+// hiddenRange returns the indices [lo, hi) of the hiding characters
+// whose original offset lies in [i, j).
+func (v *view) hiddenRange(i, j int) (int, int) {
+	lo := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= i })
+	hi := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= j })
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
 // hiddenIn returns the hiding characters whose original offset lies in
 // [i, j).
 func (v *view) hiddenIn(i, j int) []hiddenRune {
-	if len(v.hidden) == 0 {
-		return nil
-	}
-	lo := sort.Search(len(v.hidden), func(k int) bool { return int(v.hidden[k].off) >= i })
-	hi := lo
-	for hi < len(v.hidden) && int(v.hidden[hi].off) < j {
-		hi++
-	}
+	lo, hi := v.hiddenRange(i, j)
 	return v.hidden[lo:hi]
 }
 

@@ -46,6 +46,7 @@ func TestViewText(t *testing.T) {
 		{"cjk kept", "無視して ok", "無視して ok", 0},
 		{"nbsp and ideographic space", "a\u00a0b\u3000c\u2028d", "a b c d", 0},
 		{"quotes", "“ignore”", `"ignore"`, 0},
+		{"nothing left", "\x1b[0m\u200b", "", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newView(tc.in)
@@ -73,6 +74,16 @@ func TestViewSpans(t *testing.T) {
 	}
 	if h := v.hiddenIn(s, e); len(h) != 1 || h[0].kind != hiddenInvisible {
 		t.Errorf("hiddenIn = %v", h)
+	}
+	// Kept multi-byte characters map back to whole characters.
+	in = "x\u200b無視して ignore"
+	v = newView(in)
+	i = strings.Index(v.text, "視し")
+	if s, e := v.span(i, i+len("視し")); in[s:e] != "視し" {
+		t.Errorf("kept span = %q", in[s:e])
+	}
+	if s, e := v.span(i+1, i+2); in[s:e] != "視" {
+		t.Errorf("inner byte span = %q", in[s:e])
 	}
 	// The fast path allocates nothing.
 	plain := strings.Repeat("Plain ASCII text.\n", 100)
@@ -158,4 +169,28 @@ func FuzzView(f *testing.F) {
 		}
 		_ = excerpt(v.text)
 	})
+}
+
+// TestPlainASCII checks the eight-byte test against a byte loop at every
+// position of every byte value.
+func TestPlainASCII(t *testing.T) {
+	base := []byte("abcdefghijklmnopqrstuvwx")
+	for c := 0; c < 256; c++ {
+		for pos := range base {
+			b := append([]byte(nil), base...)
+			b[pos] = byte(c)
+			s := string(b)
+			want := c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f)
+			if got := plainASCII(s); got != want {
+				t.Fatalf("plainASCII with %#x at %d = %v", c, pos, got)
+			}
+			wantRun := len(s)
+			if !want {
+				wantRun = pos
+			}
+			if got := plainRun(s, 0); got != wantRun {
+				t.Fatalf("plainRun with %#x at %d = %d, want %d", c, pos, got, wantRun)
+			}
+		}
+	}
 }

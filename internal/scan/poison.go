@@ -24,11 +24,11 @@ var (
 		"access token", "access tokens", "passwords", "ssh key", "ssh keys", "environment variables", "config file",
 		"configuration file", "conversation history", "chat history", "system prompt",
 	}
-	readVerbs = []string{
+	readVerbSet = wordSet(
 		"read", "open", "cat", "load", "access", "include", "fetch", "get", "send", "upload", "attach", "provide",
-		"pass", "retrieve", "grab", "collect", "extract", "copy", "look at", "check", "print", "output", "show",
+		"pass", "retrieve", "grab", "collect", "extract", "copy", "look", "check", "print", "output", "show",
 		"list", "append", "add", "embed", "insert", "put", "paste", "dump", "exfiltrate", "forward", "give",
-	}
+	)
 )
 
 func poisoningRules() []*injRule {
@@ -73,6 +73,7 @@ func poisoningRules() []*injRule {
 				"**do+not|**don't|**dont|**never ~0 use|call|invoke ~2 other|any+other|the+other|another ~0 tool|tools|function|functions",
 				"*this+tool|*this+function ~0 replaces|overrides|supersedes|shadows ~2 the ~0 ?",
 			},
+			pre:   preToolWord,
 			check: checkCrossTool,
 		},
 		{
@@ -85,7 +86,7 @@ func poisoningRules() []*injRule {
 
 const (
 	argVerbs      = "pass|put|include|add|place|provide|insert|append|embed|encode|send|store|set|attach|copy|paste|fill|supply|write"
-	strongArgData = "conversation|conversations|history|previous+messages|chat|messages|system+prompt|prompt|instructions|secret|secrets|credential|credentials|password|passwords|api+key|api+keys|private+key|ssh|id_rsa|env|environment|token|tokens|keys"
+	strongArgData = "conversation|conversations|history|previous+messages|chat|messages|system+prompt|prompt|instructions|private+key|ssh|id_rsa|env|environment|*secret|*secrets|*credential|*credentials|*password|*passwords|*api+key|*api+keys|*token|*tokens|*keys"
 	hiddenParams  = "sidenote|side_note|side-note|note|notes|metadata|meta|extra|hidden|comment|comments|annotation|annotations|debug|feedback|reasoning|context|remark|remarks|'sidenote'"
 )
 
@@ -93,19 +94,24 @@ const (
 // the end of the sentence).
 func checkDirectiveTag(c *injCtx, h *injHit) bool {
 	t := c.v.text
+	if h.start < c.directiveTo {
+		return false // inside a directive found already
+	}
 	tag := strings.ToLower(t[h.start:h.end])
 	if tag[0] == '<' {
 		closing := "</" + tag[1:]
-		limit := h.end + 8192
+		limit := h.end + 2048
 		if limit > len(t) {
 			limit = len(t)
 		}
 		if i := indexFoldASCII(t[h.end:limit], closing); i >= 0 {
 			h.end += i + len(closing)
+			c.directiveTo = h.end
 			return true
 		}
 	}
 	h.end = sentenceEnd(t, h.end, 400)
+	c.directiveTo = h.end
 	return true
 }
 
@@ -134,21 +140,20 @@ func checkSensitiveFile(c *injCtx, h *injHit) bool {
 	s := sentenceStart(t, h.start, 200)
 	before := t[s:h.start]
 	verb := -1
-	for _, v := range readVerbs {
-		for from := 0; from < len(before); {
-			i := indexFoldASCII(before[from:], v)
-			if i < 0 {
-				break
+	var buf [16]byte
+	for p := 0; p < len(before) && verb < 0; {
+		ws, we, ok := nextWord(before, p, true)
+		if !ok {
+			break
+		}
+		p = we
+		if n := we - ws; n <= len(buf) {
+			for i := 0; i < n; i++ {
+				buf[i] = lowerASCII(before[ws+i])
 			}
-			i += from
-			j := i + len(v)
-			if (i == 0 || !isWordChar(before[i-1])) && (j >= len(before) || !isWordChar(before[j])) {
-				if verb < 0 || i < verb {
-					verb = i
-				}
-				break
+			if readVerbSet[string(buf[:n])] {
+				verb = ws
 			}
-			from = i + 1
 		}
 	}
 	if verb < 0 {
@@ -196,7 +201,7 @@ func checkCrossTool(c *injCtx, h *injHit) bool {
 		return true
 	}
 	e := sentenceEnd(t, h.end, 300)
-	if !containsAnyFold(t[h.end:e], crossDirectives) {
+	if !c.f.crossDir.any(t[h.end:e]) {
 		h.conf = Medium
 	}
 	return true

@@ -123,3 +123,40 @@ func scriptOf(r rune) string {
 	}
 	return ""
 }
+
+// SkeletonCollisions groups the names (of one tools/list result) whose
+// skeletons are equal although the names differ: every group has two or
+// more distinct names, in the order they first appear; groups are in the
+// order of their first name. A name listed twice exactly is not a
+// collision (that is a duplicate, for the caller to judge). It returns
+// nil when no skeletons collide.
+func SkeletonCollisions(names []string) [][]string {
+	index := map[string]int{}
+	var groups [][]string
+	for _, n := range names {
+		sk := Skeleton(n)
+		k, ok := index[sk]
+		if !ok {
+			index[sk] = len(groups)
+			groups = append(groups, []string{n})
+			continue
+		}
+		dup := false
+		for _, m := range groups[k] {
+			if m == n {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			groups[k] = append(groups[k], n)
+		}
+	}
+	var out [][]string
+	for _, g := range groups {
+		if len(g) > 1 {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -2,7 +2,9 @@ package scan
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSkeleton(t *testing.T) {
@@ -57,4 +59,36 @@ func TestNameLookalike(t *testing.T) {
 			t.Errorf("NameLookalike(%q) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+func TestSkeletonCollisions(t *testing.T) {
+	got := SkeletonCollisions([]string{"read_file", "write_file", "rеad_file", "read_file", "Write_File ", "search"})
+	want := [][]string{{"read_file", "rеad_file"}, {"write_file", "Write_File "}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SkeletonCollisions = %q, want %q", got, want)
+	}
+	if got := SkeletonCollisions([]string{"a", "b", "a"}); got != nil {
+		t.Errorf("no collision: %q", got)
+	}
+}
+
+func FuzzSkeleton(f *testing.F) {
+	for _, s := range []string{"read_file", "rеad_file ", "ｒｅａｄ", "a\u200bb", "x" + tagged("y"), "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		sk := Skeleton(name)
+		if !utf8.ValidString(sk) && utf8.ValidString(name) {
+			t.Fatalf("Skeleton(%q) = %q is not UTF-8", name, sk)
+		}
+		for _, r := range sk {
+			if invisibleKind(r) != 0 || (r >= 0xe0000 && r <= 0xe007f) || r == 0x1b {
+				t.Fatalf("Skeleton(%q) = %q keeps %U", name, sk, r)
+			}
+		}
+		if strings.TrimSpace(sk) != sk {
+			t.Fatalf("Skeleton(%q) = %q not trimmed", name, sk)
+		}
+		_ = NameLookalike(name)
+	})
 }

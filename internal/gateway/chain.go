@@ -144,7 +144,8 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*
 	failOpen := cfg.Policy.Settings().OnLogFailure == "fail_open"
 	var sc *scanStage
 	if cfg.Scanner != nil {
-		sc = &scanStage{scanner: cfg.Scanner, policy: cfg.Policy, settings: cfg.Policy.Scanning(), session: sess, toolScans: map[string][]policy.Finding{}}
+		sc = &scanStage{scanner: cfg.Scanner, policy: cfg.Policy, settings: cfg.Policy.Scanning(), session: sess,
+			toolScans: map[string][]policy.Finding{}, policyNames: policyNamesBySkeleton(cfg.Policy)}
 		if sess != nil {
 			sess.scan = sc
 			if sc.settings.Tools {

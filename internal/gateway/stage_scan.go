@@ -46,6 +46,9 @@ type scanStage struct {
 	// by definition.
 	toolMu    sync.Mutex
 	toolScans map[string][]policy.Finding
+	// policyNames are the tool names the policy gives, by skeleton
+	// (policyNamesBySkeleton).
+	policyNames map[string][]string
 }
 
 func (*scanStage) Name() string { return StageScan }
@@ -468,8 +471,9 @@ func (s *scanStage) nameFindings(tools []mcp.Tool) map[string][]policy.Finding {
 	add := func(name, rule, conf string) {
 		out[name] = append(out[name], policy.Finding{Rule: rule, Class: string(scan.ClassPoisoning), Confidence: conf, Path: "/name"})
 	}
-	bySkeleton := map[string][]string{}
-	for _, t := range tools {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
 		if reasons := scan.NameLookalike(t.Name); len(reasons) > 0 {
 			conf := string(scan.High)
 			if len(reasons) == 1 && reasons[0] == "leading or trailing white space" {
@@ -477,27 +481,27 @@ func (s *scanStage) nameFindings(tools []mcp.Tool) map[string][]policy.Finding {
 			}
 			add(t.Name, RuleLookalikeName, conf)
 		}
-		sk := scan.Skeleton(t.Name)
-		if !slices.Contains(bySkeleton[sk], t.Name) {
-			bySkeleton[sk] = append(bySkeleton[sk], t.Name)
+		if lit, ok := s.policyNames[scan.Skeleton(t.Name)]; ok && !slices.Contains(lit, t.Name) {
+			add(t.Name, RuleLookalikePolicyName, string(scan.High))
 		}
 	}
-	for _, names := range bySkeleton {
-		if len(names) > 1 {
-			for _, n := range names {
-				add(n, RuleNameCollision, string(scan.High))
-			}
-		}
-	}
-	for _, lit := range s.policy.ToolNames() {
-		sk := scan.Skeleton(lit)
-		for _, n := range bySkeleton[sk] {
-			if n != lit {
-				add(n, RuleLookalikePolicyName, string(scan.High))
-			}
+	for _, group := range scan.SkeletonCollisions(names) {
+		for _, n := range group {
+			add(n, RuleNameCollision, string(scan.High))
 		}
 	}
 	return out
+}
+
+// policyNamesBySkeleton maps the skeleton of every tool name the policy's
+// rules give literally to those names.
+func policyNamesBySkeleton(p *policy.Policy) map[string][]string {
+	m := map[string][]string{}
+	for _, n := range p.ToolNames() {
+		sk := scan.Skeleton(n)
+		m[sk] = append(m[sk], n)
+	}
+	return m
 }
 
 // findingClasses lists the classes of fs, in order of first appearance.

@@ -28,6 +28,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 )
 
 // Record is one labeled corpus entry.
@@ -100,8 +102,8 @@ func encode(recs []Record) ([]byte, error) {
 			return nil, fmt.Errorf("duplicate id %s", rec.ID)
 		}
 		seen[rec.ID] = true
-		if !json.Valid(rec.Doc) {
-			return nil, fmt.Errorf("record %s: doc is not valid JSON", rec.ID)
+		if err := strictjson.Validate(rec.Doc); err != nil {
+			return nil, fmt.Errorf("record %s: doc is not strict JSON: %w", rec.ID, err)
 		}
 		if err := enc.Encode(rec); err != nil {
 			return nil, fmt.Errorf("record %s: %w", rec.ID, err)

@@ -97,7 +97,7 @@ func (g *gen) negSpecs() []negSpec {
 		}, nil},
 		{"secret", "ulid", 10, func(g *gen) (string, string, string) {
 			u := g.ulid()
-			return g.pick("event_id", "session_key_id", "id"), u, "event " + u + " queued"
+			return g.pick("event_id", "session_key_id", "object_id"), u, "event " + u + " queued"
 		}, nil},
 		{"secret", "git-sha", 14, func(g *gen) (string, string, string) {
 			s := g.str(hexLower, 40)

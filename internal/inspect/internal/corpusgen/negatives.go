@@ -101,7 +101,7 @@ func (g *gen) negSpecs() []negSpec {
 		}, nil},
 		{"secret", "git-sha", 14, func(g *gen) (string, string, string) {
 			s := g.str(hexLower, 40)
-			return g.pick("commit", "sha", "head_sha", "parent"), s, "commit " + s + "\nAuthor: CI Bot <ci@build.internal>\nDate:   " + g.ts() + "\n\n    Bump dependencies"
+			return g.pick("commit", "sha", "head_sha", "parent"), s, "commit " + s + "\nAuthor: CI Bot\nDate:   " + g.ts() + "\n\n    Bump dependencies"
 		}, nil},
 		{"secret", "sha256-hex", 10, func(g *gen) (string, string, string) {
 			s := g.str(hexLower, 64)

@@ -116,8 +116,7 @@ func encode(recs []Record) ([]byte, error) {
 type gen struct {
 	r   *rand.Rand
 	seq map[string]int
-	loc int // rotates locations
-	frm int // rotates forms
+	cyc map[string]int
 }
 
 func (g *gen) id(prefix string) string {

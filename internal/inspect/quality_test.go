@@ -179,6 +179,7 @@ func TestCorpusWellFormed(t *testing.T) {
 // classStats are one class's counts.
 type classStats struct {
 	pos, hit, located int
+	high              int      // positives with a high-confidence finding of their class
 	missed            []string // positives with no finding of their class
 	falseHits         []string // negatives with a medium or high finding of the class
 	noise             []string // negatives with only low findings of the class
@@ -235,7 +236,7 @@ func TestCorpusQuality(t *testing.T) {
 		}
 		any_ := map[string]bool{}
 		acting := map[string]bool{}
-		located := false
+		located, high := false, false
 		for _, f := range rep.Findings {
 			c := string(f.Class)
 			any_[c] = true
@@ -244,6 +245,9 @@ func TestCorpusQuality(t *testing.T) {
 			}
 			if r.positive() && c == r.Class && f.Path == r.ExpectPath {
 				located = true
+			}
+			if r.positive() && c == r.Class && f.Confidence == scan.High {
+				high = true
 			}
 		}
 		if r.positive() {
@@ -257,6 +261,9 @@ func TestCorpusQuality(t *testing.T) {
 			}
 			if located {
 				s.located++
+			}
+			if high {
+				s.high++
 			}
 			count(byType, r.Class+"\t"+r.Type, hit)
 			count(byForm, r.Form, hit)
@@ -279,9 +286,9 @@ func TestCorpusQuality(t *testing.T) {
 			negatives++
 		}
 	}
-	report := qualityTables(stats, byType, byForm, byLoc, negatives)
-	t.Log("\n" + report)
+	t.Log("\n" + qualityTables(stats, byType, byForm, byLoc, negatives, true))
 	if *corpusReport != "" {
+		report := qualityTables(stats, byType, byForm, byLoc, negatives, false)
 		if err := os.WriteFile(*corpusReport, []byte(report), 0o644); err != nil {
 			t.Fatalf("write -corpus-report: %v", err)
 		}
@@ -316,28 +323,38 @@ func pct(n, d int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(d))
 }
 
-func qualityTables(stats map[string]*classStats, byType, byForm, byLoc map[string]*countPair, negatives int) string {
+// qualityTables renders the figures as markdown: per class, per form, per
+// location and per type (allTypes false: only the types below 100%).
+func qualityTables(stats map[string]*classStats, byType, byForm, byLoc map[string]*countPair, negatives int, allTypes bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| Class | Positives | Recall | At the expected path | Precision | Negatives hit (medium/high) | Low-confidence noise |\n")
-	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| Class | Positives | Recall | At the expected path | High confidence | Precision | Negatives hit (medium/high) | Low-confidence noise |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range corpusClasses {
 		s := stats[c]
-		fmt.Fprintf(&b, "| %s | %d | %s (%d) | %s | %.1f%% | %d of %d | %d of %d |\n", c, s.pos, pct(s.hit, s.pos), s.hit, pct(s.located, s.pos), 100*s.precision(), len(s.falseHits), negatives, len(s.noise), negatives)
+		fmt.Fprintf(&b, "| %s | %d | %s (%d) | %s | %s | %.1f%% | %d of %d | %d of %d |\n", c, s.pos, pct(s.hit, s.pos), s.hit, pct(s.located, s.pos), pct(s.high, s.pos), 100*s.precision(), len(s.falseHits), negatives, len(s.noise), negatives)
 	}
-	table := func(title string, m map[string]*countPair) {
+	table := func(title string, m map[string]*countPair, all bool) {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		fmt.Fprintf(&b, "\n| %s | Positives | Recall |\n|---|---:|---:|\n", title)
+		full := 0
 		for _, k := range keys {
+			if !all && m[k].hit == m[k].pos {
+				full++
+				continue
+			}
 			fmt.Fprintf(&b, "| %s | %d | %s |\n", strings.ReplaceAll(k, "\t", " / "), m[k].pos, pct(m[k].hit, m[k].pos))
 		}
+		if full > 0 {
+			fmt.Fprintf(&b, "| %d other types | | 100.0%% |\n", full)
+		}
 	}
-	table("Form", byForm)
-	table("Location", byLoc)
-	table("Class / type", byType)
+	table("Form", byForm, true)
+	table("Location", byLoc, true)
+	table("Class / type", byType, allTypes)
 	return b.String()
 }
 

@@ -121,7 +121,7 @@ func (g *gen) secretTypes() []secretType {
 			return h + "." + p + "." + b64url(g.bytes(32))
 		}, line: func(_ *gen, v string) string { return "session cookie: " + v }, encodable: true},
 		{name: "url-credentials", key: "database_url", make: func(g *gen) string {
-			return g.pick("postgres", "mysql", "mongodb", "redis", "amqp") + "://" + g.pick("app", "admin", "svc_ingest", "deploy") + ":" + g.str(alnum, 12) + g.pick("!", "#", "") + g.str(alnum, 8) + "@" + g.pick("db", "cache", "mq") + "-" + g.str(lowAlnum, 5) + ".internal:" + g.pick("5432", "3306", "27017", "6379", "5672") + "/" + g.pick("prod", "app", "0")
+			return g.pick("postgres", "mysql", "mongodb", "redis", "amqp") + "://" + g.pick("app", "admin", "svc_ingest", "deploy") + ":" + g.str(alnum, 12) + g.pick("!", "~", "") + g.str(alnum, 8) + "@" + g.pick("db", "cache", "mq") + "-" + g.str(lowAlnum, 5) + ".internal:" + g.pick("5432", "3306", "27017", "6379", "5672") + "/" + g.pick("prod", "app", "0")
 		}, line: envLine("DATABASE_URL"), planted: func(v string) string {
 			s := v[strings.Index(v, "://")+3:]
 			s = s[strings.Index(s, ":")+1:]

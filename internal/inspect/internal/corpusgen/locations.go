@@ -39,6 +39,14 @@ var dataLocations = []location{
 		key = orKey(key, "summary")
 		return `{"content":[{"type":"text","text":"Query returned 1 row."}],"structuredContent":{"id":` + g.str("123456789", 4) + `,` + js(key) + `:` + leaf + `}}`, "/structuredContent/" + ptr(key)
 	}},
+	{"structured-and-text", true, "data", func(g *gen, leaf, key string) (string, string) {
+		// A tool returning structuredContent also returns it serialized
+		// in a TextContent block (MCP 2025-06-18, tools, "Structured
+		// Content"): the same value twice, to be redacted in both.
+		key = orKey(key, "summary")
+		obj := `{"id":` + g.str("123456789", 4) + `,` + js(key) + `:` + leaf + `}`
+		return `{"content":[{"type":"text","text":` + js(obj) + `}],"structuredContent":` + obj + `}`, "/structuredContent/" + ptr(key)
+	}},
 	{"error-message", false, "data", func(_ *gen, leaf, _ string) (string, string) {
 		return `{"code":-32603,"message":` + leaf + `}`, "/message"
 	}},

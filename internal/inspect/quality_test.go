@@ -119,11 +119,41 @@ func newCorpusScanner(t testing.TB) *scan.Scanner {
 
 // inspectRecord inspects r's document as the gateway would at its
 // location: a tools/list entry with InspectTool, anything else as data.
-func inspectRecord(sc *scan.Scanner, r corpusRecord) (*inspect.Report, error) {
-	if r.Mode == "tool_definition" {
-		return inspect.InspectTool(sc, r.Doc)
+// It returns the report and the findings to count: the report's, and for
+// a tool a lookalike name (scan.NameLookalike) as a medium-confidence
+// poisoning finding at /name (rule "tool-name-lookalike"), which is not
+// the report's (Redact never sees it).
+func inspectRecord(sc *scan.Scanner, r corpusRecord) (*inspect.Report, []inspect.Finding, error) {
+	if r.Mode != "tool_definition" {
+		rep, err := inspect.Inspect(sc, r.Doc, inspect.Options{Mode: scan.ModeData})
+		if err != nil {
+			return nil, nil, err
+		}
+		return rep, rep.Findings, nil
 	}
-	return inspect.Inspect(sc, r.Doc, inspect.Options{Mode: scan.ModeData})
+	rep, err := inspect.InspectTool(sc, r.Doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := ""
+	if err := strictjson.Members(r.Doc, func(n string, v []byte) error {
+		if n == "name" {
+			s, err := strictjson.String(v)
+			name = s
+			return err
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("tool name: %w", err)
+	}
+	findings := rep.Findings
+	if len(scan.NameLookalike(name)) > 0 {
+		findings = append(slices.Clip(findings), inspect.Finding{
+			Finding: scan.Finding{Rule: "tool-name-lookalike", Class: scan.ClassPoisoning, Confidence: scan.Medium},
+			Path:    "/name",
+		})
+	}
+	return rep, findings, nil
 }
 
 // TestCorpusWellFormed checks the corpus itself, independently of the
@@ -229,7 +259,7 @@ func TestCorpusQuality(t *testing.T) {
 		}
 	}
 	for _, r := range recs {
-		rep, err := inspectRecord(sc, r)
+		_, findings, err := inspectRecord(sc, r)
 		if err != nil {
 			t.Errorf("%s: inspect: %v", r.ID, err)
 			continue
@@ -237,7 +267,7 @@ func TestCorpusQuality(t *testing.T) {
 		any_ := map[string]bool{}
 		acting := map[string]bool{}
 		located, high := false, false
-		for _, f := range rep.Findings {
+		for _, f := range findings {
 			c := string(f.Class)
 			any_[c] = true
 			if f.Confidence == scan.High || f.Confidence == scan.Medium {
@@ -375,7 +405,7 @@ func TestCorpusRedaction(t *testing.T) {
 	var altered []string
 	redacted := 0
 	for _, r := range recs {
-		rep, err := inspectRecord(sc, r)
+		rep, _, err := inspectRecord(sc, r)
 		if err != nil {
 			t.Errorf("%s: inspect: %v", r.ID, err)
 			continue

@@ -130,7 +130,7 @@ func (g *gen) positives() []Record {
 	}
 	fi := 0
 	for _, st := range injectionStyles {
-		for k := range 2 * len(st.phrases) {
+		for k := range 3 * len(st.phrases) {
 			phrase := st.phrases[k%len(st.phrases)]
 			form := injectionForms[fi%len(injectionForms)]
 			fi++

@@ -394,7 +394,7 @@ func (g *gen) negSpecs() []negSpec {
 			), "tool-definition", "tool_definition"
 		}},
 		{"tool_poisoning", "benign-tool-name", 8, nil, func(g *gen) (string, string, string) {
-			n := g.pick("read_file", "git-status", "brave_web_search", "query", "検索", "поиск", "ReadFile", "get_weather_v2")
+			n := g.cycle("read_file", "git-status", "brave_web_search", "query", "検索", "поиск", "ReadFile", "get_weather_v2")
 			return tool(n, "", "Runs the "+strings.ReplaceAll(n, "_", " ")+" operation.", [][2]string{{"input", "Input text"}}), "tool-name", "tool_definition"
 		}},
 	}

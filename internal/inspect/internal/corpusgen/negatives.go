@@ -269,7 +269,7 @@ func (g *gen) negSpecs() []negSpec {
 			return k, v, k + " = " + v
 		}, nil},
 		{"pii", "at-sign-not-email", 10, func(g *gen) (string, string, string) {
-			v := g.pick(
+			v := g.cycle(
 				"@types/node@20."+g.str(digits, 2)+".1",
 				"git@github.com:example-org/"+g.pick("api", "web", "infra")+".git",
 				"printf@plt",
@@ -282,7 +282,7 @@ func (g *gen) negSpecs() []negSpec {
 			return "spec", v, v
 		}, nil},
 		{"pii", "nino-like-invalid", 6, func(g *gen) (string, string, string) {
-			v := g.pick("QQ123456C", g.ninoPrefix()+g.str(digits, 6)+"E", "D"+g.str("ABCEGH", 1)+g.str(digits, 6)+"A", "BG"+g.str(digits, 6)+"B")
+			v := g.cycle("QQ123456C", g.ninoPrefix()+g.str(digits, 6)+"E", "D"+g.str("ABCEGH", 1)+g.str(digits, 6)+"A", "BG"+g.str(digits, 6)+"B")
 			return "code", v, "Product code " + v
 		}, nil},
 		// --- resembling prompt injection ---

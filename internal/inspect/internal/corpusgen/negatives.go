@@ -61,6 +61,8 @@ func (g *gen) fakeJPEG() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
+// tool is a tools/list entry with string properties props ({name,
+// description} pairs), all required.
 func tool(name, title, desc string, props [][2]string) string {
 	m := map[string]any{"name": name, "description": desc}
 	if title != "" {
@@ -76,9 +78,9 @@ func tool(name, title, desc string, props [][2]string) string {
 	return mustJSON(m)
 }
 
+// mustJSON is v as compact JSON without HTML escaping (map members in
+// sorted order, so the output is deterministic).
 func mustJSON(v any) string {
-	s := js("") // for the encoder settings
-	_ = s
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 )
@@ -189,6 +188,5 @@ func (g *gen) positives() []Record {
 			out = append(out, rec)
 		}
 	}
-	_ = strings.TrimSpace
 	return out
 }

@@ -233,6 +233,15 @@ func (g *gen) negSpecs() []negSpec {
 			)
 			return k, v, k + " " + v
 		}, nil},
+		{"secret", "github-token-bad-checksum", 6, func(g *gen) (string, string, string) {
+			// The shape of a GitHub token whose CRC-32 checksum does not
+			// match: not a token GitHub issued (a test fixture, a typo).
+			r := g.str(base62, 30)
+			sum := ghChecksum(r)
+			bad := sum[:5] + string(base62[(strings.IndexByte(base62, sum[5])+1+g.r.IntN(60))%62])
+			v := g.pick("ghp_", "gho_", "ghs_") + r + bad
+			return "fixture_token", v, "testdata/fixture.json: \"token\": \"" + v + "\""
+		}, nil},
 		{"secret", "timestamps-versions-ips", 16, func(g *gen) (string, string, string) {
 			k, v := g.pickPair(
 				"created_at", g.ts(),

@@ -304,6 +304,13 @@ func TestCorpusQuality(t *testing.T) {
 			switch {
 			case acting[c]:
 				stats[c].falseHits = append(stats[c].falseHits, r.ID)
+				if testing.Verbose() {
+					for _, f := range findings {
+						if string(f.Class) == c && f.Confidence != scan.Low {
+							t.Logf("false hit %s: rule %s (%s) at %s", r.ID, f.Rule, f.Confidence, f.Path)
+						}
+					}
+				}
 			case any_[c]:
 				stats[c].noise = append(stats[c].noise, r.ID)
 			}

@@ -24,7 +24,7 @@ type Config struct {
 	LongCalls    int
 	LongVariants []Variant
 	// FrameVariants are the variants of the huge-frame test (default
-	// Direct, Gateway, GatewayNoLedger).
+	// Direct, Gateway, GatewayNoLedger, GatewayNoScan).
 	FrameVariants []Variant
 	// SampleEvery is the VmRSS sampling period (default 250ms).
 	SampleEvery time.Duration
@@ -73,7 +73,7 @@ func (c *Config) defaults() {
 		c.LongVariants = []Variant{Gateway, GatewayNoLedger}
 	}
 	if len(c.FrameVariants) == 0 {
-		c.FrameVariants = []Variant{Direct, Gateway, GatewayNoLedger}
+		c.FrameVariants = []Variant{Direct, Gateway, GatewayNoLedger, GatewayNoScan}
 	}
 	def(&c.FrameBytes, 16<<20)
 	def(&c.FrameRepeats, 3)

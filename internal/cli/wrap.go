@@ -149,6 +149,19 @@ func tuneGC() {
 	}
 }
 
+// newScanner compiles the scanner under the default garbage-collector
+// pacing and gives the garbage back: compiling the rules allocates about
+// 30 MiB of which about 7 MiB stay live, and under wrapGCPercent that
+// garbage would raise the process's peak for the rest of its life (a
+// 16 MiB frame then peaked at 5.3x its size instead of 3.6x).
+func newScanner() (*scan.Scanner, error) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	sc, err := scan.New(scan.Options{})
+	debug.FreeOSMemory()
+	return sc, err
+}
+
 // configError marks a configuration refused before the server is spawned.
 func configError(format string, a ...any) error {
 	return &exitError{code: stdio.ExitConfig, err: fmt.Errorf(format, a...)}
@@ -313,7 +326,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		cfg.Evidence = rec2
 	}
 	if sc := pol.Scanning(); !f.noScan && (sc.Arguments || sc.Responses || sc.Tools) {
-		scanner, err := scan.New(scan.Options{})
+		scanner, err := newScanner()
 		if err != nil {
 			return configError("scanner: %v", err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 )
 
@@ -42,8 +43,9 @@ var update = flag.Bool("update", false, "rewrite the out sections of testdata/tr
 //     set the principal and server; policy names a policy file relative to
 //     the repository root (examples/policies/readonly-agent.yaml) unless the
 //     archive has a "policy.yaml" section; decision_log: off runs without a
-//     decision log; fetch_timeout, max_frame_bytes and max_held set those
-//     limits.
+//     decision log; scanner: builtin runs with the built-in scanner
+//     (scan.New; off, the default, without one); fetch_timeout,
+//     max_frame_bytes and max_held set those limits.
 //   - "policy.yaml" (optional): the policy inline.
 //   - "in": the script, one step a line; blank lines and lines starting
 //     with "#" are skipped. "c LINE" sends LINE and LF from the client,
@@ -150,7 +152,7 @@ func forEachTranscript(t *testing.T, ledgerOn bool, check func(t *testing.T, fil
 // transcriptConfig is the "config" section.
 type transcriptConfig struct {
 	role, principal, serverID, policyPath string
-	decisionLog                           bool
+	decisionLog, scanner                  bool
 	fetchTimeout                          time.Duration
 	maxFrame, maxHeld                     int
 }
@@ -178,6 +180,11 @@ func parseConfig(t *testing.T, data []byte) transcriptConfig {
 			cfg.policyPath = v
 		case "decision_log":
 			cfg.decisionLog = v != "off"
+		case "scanner":
+			if v != "builtin" && v != "off" {
+				t.Fatalf("config line %d: scanner is builtin or off", i+1)
+			}
+			cfg.scanner = v == "builtin"
 		case "fetch_timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -237,6 +244,10 @@ func (p *peer) take() []string {
 	return l
 }
 
+// transcriptScanner is the built-in scanner, compiled once for every
+// transcript that asks for it.
+var transcriptScanner = sync.OnceValues(func() (*scan.Scanner, error) { return scan.New(scan.Options{}) })
+
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 func runTranscript(t *testing.T, ar *txtar.Archive, ledgerOn bool) string {
@@ -264,6 +275,13 @@ func runTranscript(t *testing.T, ar *txtar.Archive, ledgerOn bool) string {
 		ServerID:     cfg.serverID,
 		FetchTimeout: cfg.fetchTimeout,
 		MaxHeld:      cfg.maxHeld,
+	}
+	if cfg.scanner {
+		sc, err := transcriptScanner()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gcfg.Scanner = sc
 	}
 	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
 	var dlog *decisionlog.Log

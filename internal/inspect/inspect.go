@@ -236,18 +236,26 @@ func getWalker(doc []byte, opts Options) *walker {
 }
 
 func putWalker(w *walker) {
-	bufs := w.bufs
-	for i := range bufs {
-		if cap(bufs[i]) > maxPooledBuf {
-			bufs[i] = nil
+	for i := range w.bufs {
+		if cap(w.bufs[i]) > maxPooledBuf {
+			w.bufs[i] = nil
 		}
-		bufs[i] = bufs[i][:0]
+		w.bufs[i] = w.bufs[i][:0]
 	}
-	path := w.path[:cap(w.path)]
-	clear(path) // names are views of the document: do not retain it
-	emitFn, visitFn := w.sink.emitFn, w.sink.visitFn
-	*w = walker{path: path[:0], bufs: bufs}
-	w.sink.emitFn, w.sink.visitFn = emitFn, visitFn
+	// Nothing that views the document is kept: names in the path, texts,
+	// span maps, the scanned text and the last key.
+	clear(w.path[:w.pathHigh])
+	w.path, w.pathHigh = w.path[:0], 0
+	w.texts = [maxLayers + 1][]byte{}
+	for i := range w.maps {
+		if w.maps[i].set {
+			w.maps[i] = spanMapper{}
+		}
+	}
+	w.opts, w.doc, w.visit = Options{}, nil, nil
+	w.cur, w.level, w.budget, w.undecoded = loc{}, 0, 0, 0
+	w.lastKey, w.lastSecret, w.keySet = "", false, false
+	w.sink.r, w.sink.sc, w.sink.text, w.sink.pointer, w.sink.ptrOK = nil, nil, "", "", false
 	walkers.Put(w)
 }
 

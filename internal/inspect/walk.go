@@ -88,9 +88,15 @@ type walker struct {
 	doc   []byte
 	visit func(text, key string) error
 
-	cur   loc
-	path  []seg
-	level int // levels of nested JSON entered (0: the document)
+	cur  loc
+	path []seg
+	// pathHigh is the longest path had in this walk (putWalker clears
+	// that much).
+	pathHigh int
+	// lastKey, lastSecret: secretLikeKey's memory.
+	lastKey            string
+	lastSecret, keySet bool
+	level              int // levels of nested JSON entered (0: the document)
 	// budget is what remains of opts.MaxBytes.
 	budget int
 	// undecoded counts values not decoded because of MaxDecodedBytes.
@@ -152,7 +158,17 @@ func (w *walker) pointer() string {
 func (w *walker) push(s seg) {
 	if w.level == 0 {
 		w.path = append(w.path, s)
+		w.pathHigh = max(w.pathHigh, len(w.path))
 	}
+}
+
+// secretLikeKey is scan.SecretLikeKey(key), remembered for the last key
+// asked (the members of an array's objects repeat their names).
+func (w *walker) secretLikeKey(key string) bool {
+	if !w.keySet || key != w.lastKey {
+		w.lastKey, w.lastSecret, w.keySet = key, scan.SecretLikeKey(key), true
+	}
+	return w.lastSecret
 }
 
 func (w *walker) pop() {
@@ -466,7 +482,10 @@ func (w *walker) leaf(b []byte, cs, ce int, esc bool, key string, depth int) err
 	if err := w.visit(view(t), key); err != nil {
 		return err
 	}
-	if L >= maxLayers || len(t) < minEncoded || !scan.SecretLikeKey(key) || !maybeEncoded(t) {
+	// Cheapest first: most texts fail on their first bytes, most keys
+	// are not secret-like.
+	if L >= maxLayers || len(t) < minEncoded || !maybeEncoded(t[:min(len(t), 32)]) ||
+		!w.secretLikeKey(key) || !maybeEncoded(t) {
 		return nil
 	}
 	if len(t) > w.opts.MaxDecodedBytes {

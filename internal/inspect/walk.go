@@ -645,6 +645,16 @@ func stopMask(x uint64) uint64 {
 // comes before it.
 func findStop(b []byte, j int) (int, bool) {
 	var hi uint64
+	// The first word alone (most names and short values end in it), then
+	// two words a step.
+	if j+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if m := stopMask(x); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			return j + k, x&(1<<(8*k)-1)&highs != 0
+		}
+		hi, j = x, j+8
+	}
 	for ; j+16 <= len(b); j += 16 {
 		x := binary.LittleEndian.Uint64(b[j:])
 		y := binary.LittleEndian.Uint64(b[j+8:])

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -95,5 +96,49 @@ func FuzzStringToken(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		b = append([]byte{'"'}, b...)
 		checkStringToken(t, b)
+	})
+}
+
+// checkDecode: the decoding of a well-formed string token is what
+// encoding/json decodes (decodeString fails on lone surrogates, which
+// encoding/json replaces).
+func checkDecode(t *testing.T, tok []byte) {
+	t.Helper()
+	cs, ce, _, _, err := stringToken(tok, 0)
+	if err != nil {
+		return
+	}
+	got, err := decodeString(nil, tok[cs:ce])
+	if err != nil {
+		return
+	}
+	var want string
+	if err := json.Unmarshal(tok[:ce+1], &want); err != nil {
+		t.Fatalf("%q: encoding/json: %v", tok, err)
+	}
+	if string(got) != want {
+		t.Fatalf("decodeString(%q) = %q, want %q", tok[cs:ce], got, want)
+	}
+}
+
+// TestDecodeStringEscapes puts escapes at every distance from each other
+// (the eight-byte test and bytes.IndexByte take turns).
+func TestDecodeStringEscapes(t *testing.T) {
+	for _, e := range []string{`\n`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\t`, `\u00e9`, `\ud83d\ude00`, `\u2014`} {
+		for gap := 0; gap < 24; gap++ {
+			body := e + strings.Repeat("é", gap%3) + strings.Repeat("x", gap) + e + "y" + e
+			checkDecode(t, []byte(`"`+body+`"`))
+		}
+	}
+}
+
+// FuzzDecodeString checks decodeString against encoding/json on any
+// well-formed string token.
+func FuzzDecodeString(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b\nc"`, `"caf\u00e9 \ud83d\ude00"`, `"\\\\x"`, `"0123456789\t0123456789"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkDecode(t, append([]byte{'"'}, b...))
 	})
 }

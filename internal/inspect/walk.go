@@ -768,15 +768,21 @@ func unit(raw []byte, i int) (n int, r rune, ok bool) {
 // decodeString appends the decoded content raw of a JSON string to dst.
 func decodeString(dst, raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			j := bytes.IndexByte(raw[i+1:], '\\')
+		if raw[i] != '\\' {
+			j := indexBackslash(raw, i+1)
 			if j < 0 {
 				return append(dst, raw[i:]...), nil
 			}
-			dst = append(dst, raw[i:i+1+j]...)
-			i += 1 + j
+			dst = append(dst, raw[i:j]...)
+			i = j
 			continue
+		}
+		if i+1 < len(raw) {
+			if c := simpleEscape[raw[i+1]]; c != 0 {
+				dst = append(dst, c)
+				i += 2
+				continue
+			}
 		}
 		n, r, ok := unit(raw, i)
 		if !ok {
@@ -786,6 +792,30 @@ func decodeString(dst, raw []byte) ([]byte, error) {
 		i += n
 	}
 	return dst, nil
+}
+
+// simpleEscape maps the byte after a backslash to the byte it stands
+// for, for the two-byte escapes (0: \u or invalid).
+var simpleEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// indexBackslash returns the offset of the first '\\' of b from i, -1
+// if there is none: the first eight bytes are tested at once (escapes
+// are often close together), the rest with bytes.IndexByte.
+func indexBackslash(b []byte, i int) int {
+	if i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:]) ^ (ones * '\\')
+		if m := (x - ones) &^ x & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	if i >= len(b) {
+		return -1
+	}
+	if k := bytes.IndexByte(b[i:], '\\'); k >= 0 {
+		return i + k
+	}
+	return -1
 }
 
 // rawSpan maps the span [s, e) of the decoded content of raw (a JSON

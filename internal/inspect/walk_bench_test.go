@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"strconv"
 	"testing"
 
@@ -44,6 +45,25 @@ func resultDoc(size int) []byte {
 	return doc
 }
 
+// linesDoc is a text result of about size bytes of lines of benign text,
+// quoted as tool output is: a "\n" escape every line, a \" pair in some.
+func linesDoc(size int) []byte {
+	doc := []byte(`{"content":[{"type":"text","text":"`)
+	text := bench.BenignText(size)
+	for i := 0; len(doc) < size-4 && i < len(text); i += 60 {
+		line := text[i:min(i+60, len(text))]
+		if i%180 == 0 {
+			doc = append(doc, `\"`...)
+			doc = append(doc, bytes.ReplaceAll(line, []byte(`"`), nil)...)
+			doc = append(doc, `\"`...)
+		} else {
+			doc = append(doc, line...)
+		}
+		doc = append(doc, `\n`...)
+	}
+	return append(doc, `"}]}`...)
+}
+
 func benchDoc(b *testing.B, sc *scan.Scanner, doc []byte) {
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
@@ -64,6 +84,7 @@ func BenchmarkWalk(b *testing.B) {
 		{"result1KiB", resultDoc(1 << 10)},
 		{"result4KiB", resultDoc(4 << 10)},
 		{"data4KiB", append(append([]byte(`{"data":"`), bench.BenignText(4<<10)...), `"}`...)},
+		{"lines4KiB", linesDoc(4 << 10)},
 		{"toolsCall4KiB", toolsCallResult(4 << 10)},
 	}
 	for _, sc := range []struct {

@@ -70,12 +70,24 @@ type scanOutcome struct {
 	prefix string
 }
 
+// newScanOutcome returns an outcome of status with its own result and
+// view, made in one allocation (a call's scans are on the hot path).
+func newScanOutcome(status string) *scanOutcome {
+	a := &struct {
+		o scanOutcome
+		r evidence.ScanResult
+		v policy.ScanView
+	}{}
+	a.r.Status, a.v.Status = status, status
+	a.o.result, a.o.view = &a.r, &a.v
+	return &a.o
+}
+
 // notRunScan is the outcome of a document not scanned, with why.
 func notRunScan(reason string) *scanOutcome {
-	return &scanOutcome{
-		result: &evidence.ScanResult{Status: evidence.ScanNotRun, Reason: reason},
-		view:   &policy.ScanView{Status: evidence.ScanNotRun},
-	}
+	o := newScanOutcome(evidence.ScanNotRun)
+	o.result.Reason = reason
+	return o
 }
 
 // inspectDoc scans doc (the part of the message at prefix) and judges
@@ -92,8 +104,8 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 		o.result.Action = string(policy.ActionDeny)
 		return o
 	}
-	o := &scanOutcome{report: rep, prefix: prefix, view: &policy.ScanView{Status: evidence.ScanPass}}
-	o.result = &evidence.ScanResult{Status: evidence.ScanPass}
+	o := newScanOutcome(evidence.ScanPass)
+	o.report, o.prefix = rep, prefix
 	for _, f := range rep.Findings {
 		pf := policyFinding(f)
 		if s.settings.Suppressed(pf, tool, server) {
@@ -185,7 +197,8 @@ func (s *scanStage) Decide(_ context.Context, c *pipeline.Call) error {
 		return nil
 	}
 	if len(c.Arguments) == 0 {
-		st.argScan = &scanOutcome{result: &evidence.ScanResult{Status: evidence.ScanPass}, view: &policy.ScanView{Status: evidence.ScanPass}, action: policy.ActionAllow}
+		st.argScan = newScanOutcome(evidence.ScanPass)
+		st.argScan.action = policy.ActionAllow
 		return nil
 	}
 	o := s.inspectDoc(c.Arguments, "/arguments", c.Name, c.Session.ServerID, policy.WhereArguments)
@@ -368,10 +381,17 @@ func (s *scanStage) redactResponse(c *pipeline.Call, st *callState, r *pipeline.
 	return nil
 }
 
-// scanJSON is result as the compact JSON a decision event carries.
+// scanJSON is result as the compact JSON a decision event carries. The
+// result of most calls, a pass with action allow and nothing else, is
+// encoded once (passAllowJSON): never modify what scanJSON returns.
 func scanJSON(result *evidence.ScanResult) json.RawMessage {
 	if result == nil {
 		return nil
+	}
+	if isPassAllow(result) {
+		if b := passAllowJSON(); b != nil {
+			return b
+		}
 	}
 	b, err := jcs.Marshal(result)
 	if err != nil {
@@ -379,6 +399,24 @@ func scanJSON(result *evidence.ScanResult) json.RawMessage {
 	}
 	return b
 }
+
+// isPassAllow reports whether r is a pass with action allow and nothing
+// else: every field but Status and Action zero.
+func isPassAllow(r *evidence.ScanResult) bool {
+	return r.Status == evidence.ScanPass && r.Action == string(policy.ActionAllow) && r.Reason == "" &&
+		r.ArgumentKeys == nil && r.Findings == nil && r.Redactions == nil
+}
+
+// passAllowJSON is scanJSON of a pass with action allow, encoded once by
+// jcs.Marshal (nil if that failed); its capacity is its length, so that
+// an append copies.
+var passAllowJSON = sync.OnceValue(func() json.RawMessage {
+	b, err := jcs.Marshal(&evidence.ScanResult{Status: evidence.ScanPass, Action: string(policy.ActionAllow)})
+	if err != nil {
+		return nil
+	}
+	return b[:len(b):len(b)]
+})
 
 // maxToolScans bounds the cache of scanned tool definitions (toolScans).
 const maxToolScans = 4096

@@ -216,8 +216,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func checksum(doc []byte) uint32 { return crc32.Checksum(doc, castagnoli) }
 
-// walkers keeps walkers with their decoding buffers between calls.
-var walkers = sync.Pool{New: func() any { return &walker{path: make([]seg, 0, 16)} }}
+// walkers keeps walkers with their decoding buffers between calls, and
+// the scanning callbacks bound to them once (no closure is made per
+// call).
+var walkers = sync.Pool{New: func() any {
+	w := &walker{path: make([]seg, 0, 16)}
+	w.sink.emitFn = w.emit
+	w.sink.visitFn = w.scanVisit
+	return w
+}}
 
 // maxPooledBuf is the largest decoding buffer kept in the pool.
 const maxPooledBuf = 4 << 20
@@ -229,52 +236,81 @@ func getWalker(doc []byte, opts Options) *walker {
 }
 
 func putWalker(w *walker) {
-	bufs := w.bufs
-	for i := range bufs {
-		if cap(bufs[i]) > maxPooledBuf {
-			bufs[i] = nil
+	for i := range w.bufs {
+		if cap(w.bufs[i]) > maxPooledBuf {
+			w.bufs[i] = nil
 		}
-		bufs[i] = bufs[i][:0]
+		w.bufs[i] = w.bufs[i][:0]
 	}
-	path := w.path[:cap(w.path)]
-	clear(path) // names are views of the document: do not retain it
-	*w = walker{path: path[:0], bufs: bufs}
+	// Nothing that views the document is kept: names in the path, texts,
+	// span maps, the scanned text and the last key.
+	clear(w.path[:w.pathHigh])
+	w.path, w.pathHigh = w.path[:0], 0
+	w.texts = [maxLayers + 1][]byte{}
+	for i := range w.maps {
+		if w.maps[i].set {
+			w.maps[i] = spanMapper{}
+		}
+	}
+	w.opts, w.doc, w.visit = Options{}, nil, nil
+	w.cur, w.level, w.budget, w.undecoded = loc{}, 0, 0, 0
+	w.lastKey, w.lastSecret, w.keySet = "", false, false
+	w.sink.r, w.sink.sc, w.sink.text, w.sink.pointer, w.sink.ptrOK = nil, nil, "", "", false
 	walkers.Put(w)
+}
+
+// scanSink is the state of a walk that scans into a Report (attach).
+type scanSink struct {
+	r  *Report
+	sc *scan.Scanner
+	// text is the text being scanned; pointer its leaf's path once a
+	// finding needed it (ptrOK).
+	text    string
+	pointer string
+	ptrOK   bool
+	// emitFn and visitFn are w.emit and w.scanVisit, bound once.
+	emitFn  func(scan.Finding)
+	visitFn func(text, key string) error
 }
 
 // attach makes w's visits scan with sc into r.
 func (r *Report) attach(sc *scan.Scanner, w *walker) {
-	var (
-		text    string
-		pointer string
-		ptrOK   bool
-	)
-	emit := func(f scan.Finding) {
-		if r.Truncated {
-			return
-		}
-		if f.Start < 0 || f.End > len(text) || f.Start > f.End {
-			return // a detector's defect: nothing to point at
-		}
-		if len(r.Findings) >= r.opts.MaxFindings {
-			r.Truncated = true
-			return
-		}
-		if !ptrOK {
-			pointer, ptrOK = w.pointer(), true
-		}
-		enc := ""
-		if w.cur.n > 0 {
-			enc = w.cur.layers[w.cur.n-1].kind.String()
-		}
-		r.Findings = append(r.Findings, Finding{Finding: f, Path: pointer, Encoding: enc, at: w.cur})
+	w.sink.r, w.sink.sc = r, sc
+	w.visit = w.sink.visitFn
+}
+
+// scanVisit scans one text into the attached report.
+func (w *walker) scanVisit(t, key string) error {
+	k := &w.sink
+	k.text, k.ptrOK = t, false
+	k.sc.Scan(scan.Input{Text: t, Key: key, Mode: k.r.opts.Mode}, k.emitFn)
+	if k.r.Truncated {
+		return errStop
 	}
-	w.visit = func(t, key string) error {
-		text, ptrOK = t, false
-		sc.Scan(scan.Input{Text: t, Key: key, Mode: r.opts.Mode}, emit)
-		if r.Truncated {
-			return errStop
-		}
-		return nil
+	return nil
+}
+
+// emit keeps one finding of the text being scanned: its path is built
+// once per text, when the first finding needs it.
+func (w *walker) emit(f scan.Finding) {
+	k := &w.sink
+	r := k.r
+	if r.Truncated {
+		return
 	}
+	if f.Start < 0 || f.End > len(k.text) || f.Start > f.End {
+		return // a detector's defect: nothing to point at
+	}
+	if len(r.Findings) >= r.opts.MaxFindings {
+		r.Truncated = true
+		return
+	}
+	if !k.ptrOK {
+		k.pointer, k.ptrOK = w.pointer(), true
+	}
+	enc := ""
+	if w.cur.n > 0 {
+		enc = w.cur.layers[w.cur.n-1].kind.String()
+	}
+	r.Findings = append(r.Findings, Finding{Finding: f, Path: k.pointer, Encoding: enc, at: w.cur})
 }

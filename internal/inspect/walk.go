@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -86,9 +88,15 @@ type walker struct {
 	doc   []byte
 	visit func(text, key string) error
 
-	cur   loc
-	path  []seg
-	level int // levels of nested JSON entered (0: the document)
+	cur  loc
+	path []seg
+	// pathHigh is the longest path had in this walk (putWalker clears
+	// that much).
+	pathHigh int
+	// lastKey, lastSecret: secretLikeKey's memory.
+	lastKey            string
+	lastSecret, keySet bool
+	level              int // levels of nested JSON entered (0: the document)
 	// budget is what remains of opts.MaxBytes.
 	budget int
 	// undecoded counts values not decoded because of MaxDecodedBytes.
@@ -102,6 +110,8 @@ type walker struct {
 	// maps map spans of text j+1 (maps[0]: of text 0) to raw bytes, for
 	// Redact, with a cursor kept while the spans asked for increase.
 	maps [maxLayers + 1]spanMapper
+	// sink is the scanning state when visit scans (Report.attach).
+	sink scanSink
 }
 
 func (w *walker) setText(L int, t []byte) {
@@ -148,7 +158,17 @@ func (w *walker) pointer() string {
 func (w *walker) push(s seg) {
 	if w.level == 0 {
 		w.path = append(w.path, s)
+		w.pathHigh = max(w.pathHigh, len(w.path))
 	}
+}
+
+// secretLikeKey is scan.SecretLikeKey(key), remembered for the last key
+// asked (the members of an array's objects repeat their names).
+func (w *walker) secretLikeKey(key string) bool {
+	if !w.keySet || key != w.lastKey {
+		w.lastKey, w.lastSecret, w.keySet = key, scan.SecretLikeKey(key), true
+	}
+	return w.lastSecret
 }
 
 func (w *walker) pop() {
@@ -256,7 +276,7 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 		}
 		deferred := false
 		if i < len(b) && b[i] == '"' && (name == "data" || name == "blob" || name == "type" || name == "mimeType") {
-			cs, ce, _, vesc, err := stringToken(b, i)
+			cs, ce, vnext, vesc, err := stringToken(b, i)
 			if err != nil {
 				return i, w.wrapSyntax(err)
 			}
@@ -295,7 +315,7 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 				}
 			}
 			if deferred {
-				_, _, i, _, _ = stringToken(b, i)
+				i = vnext
 			}
 		}
 		if !deferred {
@@ -462,7 +482,10 @@ func (w *walker) leaf(b []byte, cs, ce int, esc bool, key string, depth int) err
 	if err := w.visit(view(t), key); err != nil {
 		return err
 	}
-	if L >= maxLayers || !maybeEncoded(t) || !scan.SecretLikeKey(key) {
+	// Cheapest first: most texts fail on their first bytes, most keys
+	// are not secret-like.
+	if L >= maxLayers || len(t) < minEncoded || !maybeEncoded(t[:min(len(t), 32)]) ||
+		!w.secretLikeKey(key) || !maybeEncoded(t) {
 		return nil
 	}
 	if len(t) > w.opts.MaxDecodedBytes {
@@ -558,19 +581,19 @@ func offsetErr(err error, base int) error {
 // stringToken reads the string token at b[i] (b[i] == '"'): its content
 // is b[cs:ce], next is the offset after the closing quote, esc says it has
 // escapes. It checks the escapes' syntax, control characters and UTF-8;
-// escaped surrogates are checked when decoded.
+// escaped surrogates are checked when decoded. The bytes between escapes
+// are passed over eight at a time (findStop).
 func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
 	cs = i + 1
 	hi := false
-	for j := cs; j < len(b); j++ {
-		for j < len(b) && !strSpecial[b[j]] {
-			j++
-		}
+	for j := cs; ; j++ {
+		var h bool
+		j, h = findStop(b, j)
+		hi = hi || h
 		if j >= len(b) {
 			break
 		}
-		c := b[j]
-		switch {
+		switch c := b[j]; {
 		case c == '"':
 			if hi && !utf8.Valid(b[cs:j]) {
 				return 0, 0, 0, false, &SyntaxError{Offset: cs, What: "invalid UTF-8 in a string"}
@@ -592,20 +615,76 @@ func stringToken(b []byte, i int) (cs, ce, next int, esc bool, err error) {
 			default:
 				return 0, 0, 0, false, &SyntaxError{Offset: j, What: "invalid escape"}
 			}
-		case c < 0x20:
+		default: // c < 0x20
 			return 0, 0, 0, false, &SyntaxError{Offset: j, What: "control character in a string"}
-		default:
-			hi = true
 		}
 	}
 	return 0, 0, 0, false, &SyntaxError{Offset: i, What: "string cut off"}
 }
 
-// strSpecial marks the bytes stringToken stops at: the quote, the
-// backslash, control characters and non-ASCII bytes.
-var strSpecial = func() (t [256]bool) {
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// stopMask returns, for the eight bytes of x (little-endian), the high
+// bit of every byte that is '"', '\\' or a control character (below
+// 0x20), and possibly of bytes after the first of them (a borrow): the
+// lowest bit set is exact, and 0 means there is none. Bytes from 0x80 up
+// are never flagged. (x-ones*k)&^x&highs flags the bytes below k, and a
+// byte equal to c is a zero byte of x^(ones*c); '"' and '\\' are below
+// 0x80, so x^(ones*c) has the high bits of x.
+func stopMask(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	s := x ^ (ones * '\\')
+	return ((q - ones) | (s - ones) | (x - ones*0x20)) &^ x & highs
+}
+
+// findStop returns the offset of the first '"', '\\' or control byte of b
+// from j (len(b) when there is none), and whether a byte from 0x80 up
+// comes before it.
+func findStop(b []byte, j int) (int, bool) {
+	var hi uint64
+	// The first word alone (most names and short values end in it), then
+	// two words a step.
+	if j+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if m := stopMask(x); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			return j + k, x&(1<<(8*k)-1)&highs != 0
+		}
+		hi, j = x, j+8
+	}
+	for ; j+16 <= len(b); j += 16 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		y := binary.LittleEndian.Uint64(b[j+8:])
+		m, n := stopMask(x), stopMask(y)
+		if m|n != 0 {
+			if m == 0 {
+				hi |= x
+				j, x, m = j+8, y, n
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			hi |= x & (1<<(8*k) - 1)
+			return j + k, hi&highs != 0
+		}
+		hi |= x | y
+	}
+	for ; j < len(b); j++ {
+		c := b[j]
+		if strStop[c] {
+			break
+		}
+		hi |= uint64(c)
+	}
+	return j, hi&highs != 0
+}
+
+// strStop marks the bytes stringToken stops at: the quote, the backslash
+// and control characters.
+var strStop = func() (t [256]bool) {
 	for c := range 256 {
-		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+		t[c] = c == '"' || c == '\\' || c < 0x20
 	}
 	return t
 }()
@@ -689,15 +768,21 @@ func unit(raw []byte, i int) (n int, r rune, ok bool) {
 // decodeString appends the decoded content raw of a JSON string to dst.
 func decodeString(dst, raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' {
-				j++
+		if raw[i] != '\\' {
+			j := indexBackslash(raw, i+1)
+			if j < 0 {
+				return append(dst, raw[i:]...), nil
 			}
 			dst = append(dst, raw[i:j]...)
 			i = j
 			continue
+		}
+		if i+1 < len(raw) {
+			if c := simpleEscape[raw[i+1]]; c != 0 {
+				dst = append(dst, c)
+				i += 2
+				continue
+			}
 		}
 		n, r, ok := unit(raw, i)
 		if !ok {
@@ -707,6 +792,30 @@ func decodeString(dst, raw []byte) ([]byte, error) {
 		i += n
 	}
 	return dst, nil
+}
+
+// simpleEscape maps the byte after a backslash to the byte it stands
+// for, for the two-byte escapes (0: \u or invalid).
+var simpleEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// indexBackslash returns the offset of the first '\\' of b from i, -1
+// if there is none: the first eight bytes are tested at once (escapes
+// are often close together), the rest with bytes.IndexByte.
+func indexBackslash(b []byte, i int) int {
+	if i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:]) ^ (ones * '\\')
+		if m := (x - ones) &^ x & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	if i >= len(b) {
+		return -1
+	}
+	if k := bytes.IndexByte(b[i:], '\\'); k >= 0 {
+		return i + k
+	}
+	return -1
 }
 
 // rawSpan maps the span [s, e) of the decoded content of raw (a JSON
@@ -894,13 +1003,19 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			return i, false
 		}
 		if esc {
-			// Surrogates are checked only by decoding; no buffer is kept.
+			// Surrogates are checked only by decoding the escapes (every
+			// other unit is valid: stringToken checked it); no buffer is
+			// kept.
 			for k := cs; k < ce; {
-				n, _, ok := unit(b, k)
+				e := bytes.IndexByte(b[k:ce], '\\')
+				if e < 0 {
+					break
+				}
+				n, _, ok := unit(b, k+e)
 				if !ok {
 					return i, false
 				}
-				k += n
+				k += e + n
 			}
 		}
 		return next, true

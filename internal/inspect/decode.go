@@ -132,6 +132,13 @@ func looksText(d []byte) bool {
 // textualMIME reports whether a resource's mimeType names text: text/*,
 // JSON, XML, YAML, JavaScript, form data and the +json / +xml structured
 // syntax suffixes (RFC 6839). Parameters (";charset=...") are ignored.
+// mediaMIME reports whether m is an image, audio or video type (a blob of
+// that type is not scanned).
+func mediaMIME(m string) bool {
+	m = strings.ToLower(strings.TrimSpace(m))
+	return strings.HasPrefix(m, "image/") || strings.HasPrefix(m, "audio/") || strings.HasPrefix(m, "video/")
+}
+
 func textualMIME(m string) bool {
 	if i := strings.IndexByte(m, ';'); i >= 0 {
 		m = m[:i]

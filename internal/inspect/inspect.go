@@ -191,8 +191,9 @@ var errStop = errors.New("inspect: stop")
 // base64url, hex or percent-encoded text is decoded and scanned too
 // (Encoding "base64", "hex", "percent"). MCP content: the data of
 // {"type":"image"|"audio"} content is not scanned; an embedded resource's
-// blob is decoded from base64 and scanned when its mimeType is textual, or
-// absent and the bytes are text, and is not scanned otherwise.
+// blob is decoded from base64 and scanned when its mimeType is textual,
+// or when the decoded bytes are text whatever other mimeType the server
+// declared; image, audio and video blobs are not scanned.
 //
 // Every finding's Path is the RFC 6901 pointer of its leaf in doc. The
 // errors: a *SyntaxError (ErrSyntax) for malformed JSON, a *LimitError

@@ -83,6 +83,12 @@ func TestInspect(t *testing.T) {
 			[]string{"/resource/blob test-secret base64 [4,19)"}},
 		{"blob without mimeType, binary", `{"resource":{"uri":"file:///a","blob":"` + b64Binary + `"}}`, Options{}, nil},
 		{"binary blob is not scanned", `{"resource":{"uri":"file:///a","mimeType":"image/png","blob":"` + b64Secret + `"}}`, Options{}, nil},
+		// server-filesystem's read_media_file serves any file so: the
+		// declared type is the server's word, the bytes decide.
+		{"text served as octet-stream is scanned", `{"resource":{"uri":"file:///a","mimeType":"application/octet-stream","blob":"` + b64Secret + `"}}`, Options{},
+			[]string{"/resource/blob test-secret base64 [4,19)"}},
+		{"octet-stream binary is not", `{"resource":{"uri":"file:///a","mimeType":"application/octet-stream","blob":"` + b64Binary + `"}}`, Options{}, nil},
+		{"audio blob is not scanned", `{"resource":{"uri":"file:///a","mimeType":"audio/wav","blob":"` + b64Secret + `"}}`, Options{}, nil},
 		{"member names off", `{"SECRET-ABCD1234":1}`, Options{}, nil},
 		{"member names on", `{"a":{"x SECRET-ABCD1234":1}}`, Options{ScanNames: true},
 			[]string{"/a/x SECRET-ABCD1234 test-secret  [2,17)"}},

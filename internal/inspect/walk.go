@@ -512,15 +512,21 @@ func (w *walker) visitLayer(L int, ly layer, d []byte, key string) error {
 }
 
 // blob handles an embedded resource's blob b[cs:ce]: decoded from base64
-// and scanned when mime is textual, or absent and the bytes are UTF-8
-// text; with another mimeType it is binary and not scanned at all; a
-// textual blob that is not base64 is scanned as it is.
+// and scanned when mime is textual, or when the bytes are UTF-8 text with
+// any other mimeType or none (the type is the server's word); an image,
+// audio or video blob is not scanned at all; a textual blob that is not
+// base64 is scanned as it is.
 func (w *walker) blob(b []byte, cs, ce int, esc bool, mime string, hasMime bool) error {
 	if w.visit == nil {
 		return nil
 	}
 	textual := textualMIME(mime)
-	if hasMime && !textual {
+	if hasMime && mediaMIME(mime) {
+		// Image, audio and video bytes are not text to scan. Any other
+		// declared type is only the server's word: a text file served
+		// as application/octet-stream (server-filesystem's
+		// read_media_file) is decoded and scanned when its bytes are
+		// text.
 		return nil
 	}
 	L := w.setToken(cs, ce, false)

@@ -44,7 +44,11 @@ func decodeBase64(dst, t []byte) (enc uint8, d []byte, ok bool) {
 	if url {
 		e = 2
 	}
-	if !pad {
+	if !pad && len(t)%4 != 0 {
+		// Unpadded: its length shows it. A length that is a multiple of
+		// 4 without '=' is what every padded encoder writes for a
+		// multiple of 3 bytes: it is taken as padded, so that a value
+		// re-encoded after redaction (another length) gets its padding.
 		e++
 	}
 	enc64 := b64encodings[e]

@@ -283,3 +283,42 @@ func TestPoisonedToolFlaggedAndBlocked(t *testing.T) {
 		})
 	}
 }
+
+// TestReadMediaFileRedacted: the real server-filesystem serves any file
+// through read_media_file as a base64 blob labelled
+// application/octet-stream; a secret in a text file read that way is
+// redacted like one read with read_text_file, and the blob stays valid
+// base64 (a fresh user's .env came through whole before the fix).
+func TestReadMediaFileRedacted(t *testing.T) {
+	fsBin := npmBin(t, "mcp-server-filesystem")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	data := t.TempDir()
+	tok := plantedSecrets["GITHUB_TOKEN"]
+	path := writeFile(t, data, "deploy.env", "DEPLOY_USER=ci\nGITHUB_TOKEN="+tok+"\n")
+	cs, cmd, _ := sdkSession(t, ctx, "", nil, "--no-ledger", "--", fsBin, data)
+	for _, tool := range []string{"read_media_file", "read_text_file"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"path": path}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		raw, _ := json.Marshal(res)
+		text := string(raw)
+		if tool == "read_media_file" {
+			var blob []byte
+			for _, c := range res.Content {
+				if r, ok := c.(*mcp.EmbeddedResource); ok && r.Resource != nil {
+					blob = r.Resource.Blob
+				}
+			}
+			if blob == nil {
+				t.Fatalf("read_media_file: no blob in %s", raw)
+			}
+			text = string(blob) // the SDK has decoded the base64 already
+		}
+		if strings.Contains(text, tok) || !strings.Contains(text, "[REDACTED_SECRET]") || !strings.Contains(text, "DEPLOY_USER=ci") {
+			t.Errorf("%s: the client got %.200q", tool, text)
+		}
+	}
+	closeSession(t, cs, cmd)
+}

@@ -117,7 +117,7 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 		o.view.Findings = append(o.view.Findings, pf)
 		o.result.Findings = append(o.result.Findings, evidence.ScanFinding{
 			Rule: f.Rule, Class: string(f.Class), Confidence: string(f.Confidence),
-			Path: prefix + f.Path, Excerpt: f.Excerpt, Action: string(act),
+			Path: prefix + f.Path, Excerpt: safeExcerpt(f.Excerpt), Action: string(act),
 		})
 		if severity(act) > severity(o.action) {
 			o.action = act
@@ -465,7 +465,7 @@ func (s *scanStage) toolFindings(t mcp.Tool, names []policy.Finding) []policy.Fi
 			}
 			fs = append(fs, pf)
 			o.result.Findings = append(o.result.Findings, evidence.ScanFinding{Rule: f.Rule, Class: string(f.Class),
-				Confidence: string(f.Confidence), Path: f.Path, Excerpt: f.Excerpt, Action: string(policy.ActionMonitor)})
+				Confidence: string(f.Confidence), Path: f.Path, Excerpt: safeExcerpt(f.Excerpt), Action: string(policy.ActionMonitor)})
 		}
 	}
 	if len(fs) > 0 {

@@ -386,3 +386,23 @@ func TestScanRedactionKeepsOutputSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestScanSuppressByRecordedPath: a suppression's path is the pointer the
+// records show (under /arguments, /result, ...): one copied from a record
+// suppresses that finding and no other.
+func TestScanSuppressByRecordedPath(t *testing.T) {
+	r, dl := scanRig(t, `scanning:
+  suppress:
+    - path: "/arguments/fixture"
+      reason: the fixture token is a test value
+`)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"fixture":"SECRET-FIXTURE1","token":"SECRET-REALONE1"}}}`)
+	got := r.got()
+	if !strings.Contains(got, `"fixture":"SECRET-FIXTURE1"`) || strings.Contains(got, "SECRET-REALONE1") {
+		t.Errorf("server got %s: want the suppressed value kept, the other redacted", got)
+	}
+	res, _ := json.Marshal(events(t, dl, decisionlog.TypeToolDecision)[0]["argument_scan_result"])
+	if strings.Contains(string(res), "/arguments/fixture") || !strings.Contains(string(res), "/arguments/token") {
+		t.Errorf("argument_scan_result %s", res)
+	}
+}

@@ -108,6 +108,9 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 	o.report, o.prefix = rep, prefix
 	for _, f := range rep.Findings {
 		pf := policyFinding(f)
+		// The path policy sees and suppressions match is the one the
+		// records show: under the part of the message.
+		pf.Path = prefix + f.Path
 		if s.settings.Suppressed(pf, tool, server) {
 			continue
 		}

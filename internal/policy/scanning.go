@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -232,6 +233,11 @@ func (p *parser) suppressions(seq *yaml.Node) []Suppression {
 			if e, has := f[k.key]; has {
 				var gok bool
 				*k.s, *k.g, gok = p.globField(e, where)
+				if gok && k.key == "path" && !strings.HasPrefix(*k.s, "/") && !strings.HasPrefix(*k.s, "*") {
+					// A path never matches without its leading '/'.
+					p.errorf(e.val.Line, "", "%spath %q must start with \"/\" (an RFC 6901 pointer as the records show it, e.g. /result/content/*/text)", where, *k.s)
+					gok = false
+				}
 				ok, any = ok && gok, true
 			}
 		}

@@ -44,7 +44,7 @@ scanning:
     - rule: pii-email
       tool: "contacts_*"
       reason: the contacts tool returns e-mail addresses by design
-    - path: "/content/*/text"
+    - path: "/result/content/*/text"
       server: docs
       reason: documentation server
 `)
@@ -69,9 +69,9 @@ scanning:
 	}{
 		{pii, "contacts_find", "crm", true},
 		{pii, "search", "crm", false},
-		{Finding{Rule: "x", Path: "/content/0/text"}, "t", "docs", true},
-		{Finding{Rule: "x", Path: "/content/0/text"}, "t", "crm", false},
-		{Finding{Rule: "x", Path: "/structuredContent/a"}, "t", "docs", false},
+		{Finding{Rule: "x", Path: "/result/content/0/text"}, "t", "docs", true},
+		{Finding{Rule: "x", Path: "/result/content/0/text"}, "t", "crm", false},
+		{Finding{Rule: "x", Path: "/result/structuredContent/a"}, "t", "docs", false},
 	} {
 		if got := s.Suppressed(c.f, c.tool, c.server); got != c.want {
 			t.Errorf("Suppressed(%+v, %s, %s) = %v, want %v", c.f, c.tool, c.server, got, c.want)
@@ -94,6 +94,7 @@ func TestScanningErrors(t *testing.T) {
 		{"scanning:\n  actions:\n    - rule: '[x'\n      action: deny", `invalid rule pattern "[x"`},
 		{"scanning:\n  suppress:\n    - reason: because", "needs at least one of rule, tool, server or path"},
 		{"scanning:\n  suppress:\n    - rule: x", "missing reason"},
+		{"scanning:\n  suppress:\n    - path: content/0/text\n      reason: r", `path "content/0/text" must start with "/"`},
 		{"scanning:\n  colour: red", `unknown key "colour"`},
 	} {
 		_, err := Parse("p.yaml", []byte("name: p\nversion: '1'\n"+c.body+"\n"))

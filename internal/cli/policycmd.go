@@ -62,6 +62,7 @@ file cannot be read, 64 usage.`,
 			fmt.Fprintf(stdout, "OK policy %s (%s), version %s: %d %s; default action %s\n",
 				shown(p.Name()), shown(args[0]), shown(p.Version()), p.RuleCount(), rules, p.DefaultAction())
 			warnUnnamedRole(stderr, p, role, args[0])
+			warnPolicy(stderr, p, args[0], false)
 			return nil
 		},
 	}
@@ -69,6 +70,14 @@ file cannot be read, 64 usage.`,
 	check.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: policyExitUsage, err: err} })
 	cmd.AddCommand(check)
 	return cmd
+}
+
+// warnPolicy writes p.Warnings (scanOff: wrap --no-scan) to stderr, one
+// "gatehouse: warning:" line each.
+func warnPolicy(stderr io.Writer, p *policy.Policy, path string, scanOff bool) {
+	for _, w := range p.Warnings(scanOff) {
+		fmt.Fprintf(stderr, "gatehouse: warning: policy %s: %s\n", path, w)
+	}
 }
 
 // warnUnnamedRole warns on stderr when role is set, some rule of p (loaded

@@ -200,6 +200,10 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		}
 		pol = p
 		warnUnnamedRole(stderr, pol, f.role, f.policyPath)
+		warnPolicy(stderr, pol, f.policyPath, f.noScan)
+		if f.noScan {
+			fmt.Fprintf(stderr, "gatehouse: warning: --no-scan: nothing is scanned; policy %s's scanning block has no effect\n", f.policyPath)
+		}
 	} else {
 		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan))
 	}

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -78,6 +80,7 @@ type FindingAction struct {
 	Class, Confidence, Rule, Where string
 	Action                         Action
 	rule                           glob
+	line                           int
 }
 
 // Suppression is one entry of scanning.suppress: a finding matching every
@@ -181,7 +184,7 @@ func (p *parser) findingActions(seq *yaml.Node) []FindingAction {
 			continue
 		}
 		f := p.fields(n, "", where, "class", "confidence", "rule", "where", "action")
-		a := FindingAction{rule: anyGlob}
+		a := FindingAction{rule: anyGlob, line: n.Line}
 		ok := true
 		if e, has := f["class"]; has {
 			a.Class, ok = p.enum(e, "", where, FindingClasses...)
@@ -294,4 +297,52 @@ func scanMap(v *ScanView) map[string]any {
 		}
 	}
 	return map[string]any{"status": v.Status, "findings": findingMaps(v.Findings), "classes": listOrEmpty(classes)}
+}
+
+// Scan variables a condition can read, for Warnings.
+var (
+	mentionsResponseScan = regexp.MustCompile(`\bresponse_scan\b`)
+	mentionsToolFindings = regexp.MustCompile(`\btool\s*(\.\s*\??\s*findings\b|\[\s*\??\s*["']findings["'])`)
+)
+
+// Warnings returns what is legal in p but almost certainly a mistake,
+// one line each: a rule that reads a scan the scanning block turns off (or
+// that scanOff, wrap --no-scan, turns off), and so never sees a finding;
+// a scanning.actions entry no finding can reach, because an entry before
+// it matches every finding.
+func (p *Policy) Warnings(scanOff bool) []string {
+	var out []string
+	s := p.scanning
+	for _, r := range p.rules {
+		if r.src == "" {
+			continue
+		}
+		for _, c := range []struct {
+			re  *regexp.Regexp
+			on  bool
+			key string
+			v   string
+		}{
+			{mentionsArgumentScan, s.Arguments, "scanning.arguments", "argument_scan"},
+			{mentionsResponseScan, s.Responses, "scanning.responses", "response_scan"},
+			{mentionsToolFindings, s.Tools, "scanning.tools", "tool.findings"},
+		} {
+			if !c.re.MatchString(r.src) {
+				continue
+			}
+			switch {
+			case scanOff:
+				out = append(out, fmt.Sprintf("rule %s reads %s, but --no-scan turns scanning off: it sees no finding", r.id, c.v))
+			case !c.on:
+				out = append(out, fmt.Sprintf("rule %s reads %s, but %s is off: it sees no finding", r.id, c.v, c.key))
+			}
+		}
+	}
+	for i, a := range s.Actions {
+		if a.Class == "" && a.Confidence == "" && a.Rule == "" && a.Where == "" && i < len(s.Actions)-1 {
+			out = append(out, fmt.Sprintf("scanning.actions: the entry at line %d matches every finding: the %d after it are never reached", a.line, len(s.Actions)-1-i))
+			break
+		}
+	}
+	return out
 }

@@ -199,3 +199,44 @@ rules:
 		t.Errorf("ToolNames = %q, want [delete_repo]", got)
 	}
 }
+
+// TestWarnings: rules that read a scan the scanning block (or --no-scan)
+// turns off, and scanning.actions entries no finding reaches, are
+// warned about; a policy without either has no warning.
+func TestWarnings(t *testing.T) {
+	p := mustParse(t, `name: p
+version: "1"
+scanning:
+  tools: false
+  actions:
+    - class: secret
+      action: redact
+    - action: monitor
+    - class: pii
+      action: deny
+rules:
+  - id: poisoned
+    when: tool.findings.exists(f, f.class == "tool_poisoning")
+    action: deny
+    reason: r
+  - id: pii_out
+    when: '"pii" in argument_scan.classes'
+    action: deny
+    reason: r
+`)
+	got := strings.Join(p.Warnings(false), "\n")
+	for _, w := range []string{"rule poisoned reads tool.findings, but scanning.tools is off", "matches every finding: the 1 after it are never reached"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("warnings %q lack %q", got, w)
+		}
+	}
+	if strings.Contains(got, "pii_out") {
+		t.Errorf("warnings %q name pii_out, whose scan is on", got)
+	}
+	if off := strings.Join(p.Warnings(true), "\n"); !strings.Contains(off, "rule pii_out reads argument_scan, but --no-scan") {
+		t.Errorf("--no-scan warnings %q", off)
+	}
+	if w := Default().Warnings(false); len(w) != 0 {
+		t.Errorf("built-in policy warnings %q", w)
+	}
+}

@@ -105,6 +105,9 @@ func (s *Session) scanMessage(dir string, m *jsonrpc.Message, frame []byte, meth
 // A failed write is logged: the message was judged either way.
 func (s *Session) emitScanned(d decisionlog.Scanned, id jsonrpc.ID, result *evidence.ScanResult) {
 	if s.cfg.Log == nil {
+		if d.Method == mcp.MethodToolsList {
+			return // toolFindings has said so on stderr
+		}
 		n := 0
 		if result != nil {
 			n = len(result.Findings)

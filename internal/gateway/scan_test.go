@@ -406,3 +406,17 @@ func TestScanSuppressByRecordedPath(t *testing.T) {
 		t.Errorf("argument_scan_result %s", res)
 	}
 }
+
+// TestScanMemberNames: a secret used as a member name is found; a name
+// cannot be rewritten, so where its finding would be redacted the
+// response is withheld instead (a fresh user's token as a
+// structuredContent key passed through unseen).
+func TestScanMemberNames(t *testing.T) {
+	r, _ := scanRig(t, "")
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
+	r.got()
+	r.serve(`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"SECRET-NAMEKEY1":{"ok":true}}}}`)
+	if got := r.recv(); !strings.Contains(got, `"code":-32082`) || strings.Contains(got, "SECRET-NAMEKEY1") {
+		t.Errorf("client got %s, want the response withheld", got)
+	}
+}

@@ -97,7 +97,9 @@ func notRunScan(reason string) *scanOutcome {
 // of inspect.Options, findings past the cap) is denied: what was not
 // scanned could hold a secret.
 func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *scanOutcome {
-	rep, err := inspect.Inspect(s.scanner, doc, inspect.Options{Mode: scan.ModeData})
+	// Member names are scanned too: a secret can be a key of
+	// structuredContent as well as a value.
+	rep, err := inspect.Inspect(s.scanner, doc, inspect.Options{Mode: scan.ModeData, ScanNames: true})
 	if err != nil {
 		o := notRunScan("not scanned: " + err.Error())
 		o.action = policy.ActionDeny
@@ -115,6 +117,11 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 			continue
 		}
 		act := s.settings.ActionFor(pf, where)
+		if act == policy.ActionRedact && f.InName() {
+			// A name cannot be rewritten: what would be redacted is
+			// refused instead.
+			act = policy.ActionDeny
+		}
 		o.findings = append(o.findings, f)
 		o.actions = append(o.actions, act)
 		o.view.Findings = append(o.view.Findings, pf)

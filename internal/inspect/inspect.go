@@ -44,6 +44,12 @@ type Finding struct {
 	at loc
 }
 
+// InName reports whether f was found in an object member's name
+// (Options.ScanNames): Redact never rewrites a name (renaming a member
+// changes the document's shape), so a caller that must not forward such a
+// value refuses the document instead.
+func (f Finding) InName() bool { return f.at.name }
+
 // Redaction is one redaction record as the McpSecurityReceipt draft
 // defines it (field, class, method, replacement).
 type Redaction struct {

@@ -119,8 +119,50 @@ func plainASCII(s string) bool {
 	return true
 }
 
-// newView builds the normalized view of s.
+// newView is the normalized view of s. When s is its own view (plain
+// ASCII, or plain ASCII and characters the view keeps as they are) it is
+// s itself, with no map and nothing to release; otherwise buildView
+// builds it.
 func newView(s string) view {
+	if ownView(s) {
+		return view{text: s, orig: s}
+	}
+	return buildView(s)
+}
+
+// ownView reports whether buildView(s) would be s itself: printable
+// ASCII, tab, LF and CR, and characters of the Basic Multilingual Plane
+// that buildView keeps as they are (foldKeep), and none of the
+// characters it treats before that table (escapes, C1 controls, joiners,
+// variation selectors; characters above the BMP are left to it). It
+// reads s once and allocates nothing.
+func ownView(s string) bool {
+	for i := 0; i < len(s); {
+		if j := plainRun(s, i); j > i {
+			i = j
+			continue
+		}
+		if s[i] < 0x80 {
+			return false // ESC or another control character
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r < 0xa0 || r >= 0x10000 || r == 0x200c || r == 0x200d || (r >= 0xfe00 && r <= 0xfe0f) {
+			return false
+		}
+		if r == utf8.RuneError && size == 1 {
+			return false
+		}
+		bmpOnce.Do(initBMPFold)
+		if bmpIdx[r] != foldKeep {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// buildView builds the normalized view of s and its map to s.
+func buildView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}

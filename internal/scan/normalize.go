@@ -60,6 +60,12 @@ type view struct {
 	// b holds the buffers text, segs and hidden live in (nil on the fast
 	// path); release returns them.
 	b *viewBuilder
+	// dropsASCII: some printable ASCII byte (or tab, LF, CR) of orig is
+	// not in text (it was part of an escape sequence or a C1 control
+	// string). When false, every run of such bytes of orig is in text
+	// as it is, in order (what a keyword pass over text for the original
+	// relies on: sharedKeywords).
+	dropsASCII bool
 }
 
 // viewSeg is one segment of the view's map: view bytes from v on come
@@ -124,41 +130,46 @@ func plainASCII(s string) bool {
 // s itself, with no map and nothing to release; otherwise buildView
 // builds it.
 func newView(s string) view {
-	if ownView(s) {
+	i := ownPrefix(s)
+	if i == len(s) {
 		return view{text: s, orig: s}
 	}
-	return buildView(s)
+	return buildViewFrom(s, i)
 }
 
-// ownView reports whether buildView(s) would be s itself: printable
+// ownView reports whether buildView(s) would be s itself.
+func ownView(s string) bool { return ownPrefix(s) == len(s) }
+
+// ownPrefix is the length of the longest prefix of s that is its own
+// view (whole characters): printable
 // ASCII, tab, LF and CR, and characters of the Basic Multilingual Plane
 // that buildView keeps as they are (foldKeep), and none of the
 // characters it treats before that table (escapes, C1 controls, joiners,
 // variation selectors; characters above the BMP are left to it). It
 // reads s once and allocates nothing.
-func ownView(s string) bool {
+func ownPrefix(s string) int {
 	for i := 0; i < len(s); {
 		if j := plainRun(s, i); j > i {
 			i = j
 			continue
 		}
 		if s[i] < 0x80 {
-			return false // ESC or another control character
+			return i // ESC or another control character
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r < 0xa0 || r >= 0x10000 || r == 0x200c || r == 0x200d || (r >= 0xfe00 && r <= 0xfe0f) {
-			return false
+			return i
 		}
 		if r == utf8.RuneError && size == 1 {
-			return false
+			return i
 		}
 		bmpOnce.Do(initBMPFold)
 		if bmpIdx[r] != foldKeep {
-			return false
+			return i
 		}
 		i += size
 	}
-	return true
+	return len(s)
 }
 
 // buildView builds the normalized view of s and its map to s.
@@ -166,6 +177,12 @@ func buildView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}
+	return buildViewFrom(s, 0)
+}
+
+// buildViewFrom builds the view of s whose first from bytes are known to
+// be their own view (ownPrefix): they are copied as one run.
+func buildViewFrom(s string, from int) view {
 	b := builderPool.Get().(*viewBuilder)
 	if cap(b.buf) < len(s)+8 {
 		b.buf = make([]byte, 0, len(s)+8)
@@ -174,7 +191,11 @@ func buildView(s string) view {
 		b.segs = make([]viewSeg, 0, 8+len(s)/32)
 	}
 	flag := false // inside an emoji tag sequence (after U+1F3F4)
-	for i := 0; i < len(s); {
+	dropped := false
+	if from > 0 {
+		b.copyRun(s, 0, from)
+	}
+	for i := from; i < len(s); {
 		c := s[i]
 		if c < 0x80 {
 			if j := plainRun(s, i); j > i {
@@ -185,7 +206,7 @@ func buildView(s string) view {
 			}
 			switch {
 			case c == 0x1b:
-				i = skipEscape(s, i)
+				i, dropped = skipEscape(s, i), true
 				continue
 			case c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r'):
 				b.hide(i, 1, hiddenControl)
@@ -233,10 +254,10 @@ func buildView(s string) view {
 			i = j // variation selectors
 			continue
 		case r == 0x9b:
-			i = skipCSI(s, j)
+			i, dropped = skipCSI(s, j), true
 			continue
 		case r == 0x9d || r == 0x90 || r == 0x98 || r == 0x9e || r == 0x9f:
-			i = skipString(s, j, j)
+			i, dropped = skipString(s, j, j), true
 			continue
 		case r < 0xa0:
 			b.hide(i, size, hiddenControl)
@@ -268,7 +289,7 @@ func buildView(s string) view {
 		b.foldRune(r, s[i:j], i, j)
 		i = j
 	}
-	return view{text: unsafe.String(unsafe.SliceData(b.buf), len(b.buf)), orig: s, segs: b.segs, hidden: b.hidden, b: b}
+	return view{text: unsafe.String(unsafe.SliceData(b.buf), len(b.buf)), orig: s, segs: b.segs, hidden: b.hidden, b: b, dropsASCII: dropped}
 }
 
 // builderPool holds the buffers of views released after a scan.
@@ -379,9 +400,18 @@ func maybeNotPlain8(s string, i int) bool {
 }
 
 // plainRun returns the end of the run of plain ASCII bytes (printable,
-// tab, LF, CR) at s[i].
+// tab, LF, CR) at s[i]. It reads eight bytes at a time; a word that may
+// hold a non-plain byte (or holds a tab, LF or CR) is read byte by byte,
+// and the next word again at once.
 func plainRun(s string, i int) int {
-	for i+8 <= len(s) && !maybeNotPlain8(s, i) {
+	for i+8 <= len(s) {
+		if maybeNotPlain8(s, i) {
+			for k := i; k < i+8; k++ {
+				if c := s[k]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+					return k
+				}
+			}
+		}
 		i += 8
 	}
 	for i < len(s) {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The injection and poisoning family (docs/scanning.md, "Prompt injection
@@ -200,10 +201,14 @@ type injScan struct {
 	cand injHit // one candidate, reused: checks take its address
 }
 
-// begin builds the view of in.Text and the scan's state; keywords of
-// st.as are then matched on st.t.
+// injScanPool holds released scan states (with their hits' capacity).
+var injScanPool = sync.Pool{New: func() any { return new(injScan) }}
+
+// begin builds the view of in.Text and the scan's state (from
+// injScanPool); keywords of st.as are then matched on st.t.
 func (f *injectionFamily) begin(in Input) *injScan {
-	st := &injScan{f: f, as: &f.data}
+	st := injScanPool.Get().(*injScan)
+	*st = injScan{f: f, as: &f.data, hits: st.hits[:0]}
 	mode := inData
 	if in.Mode == ModeToolDefinition {
 		mode, st.as = inDefinition, &f.def
@@ -247,9 +252,10 @@ func (st *injScan) hit(w, end int) {
 	}
 }
 
-// finish emits the findings and releases the view.
+// finish emits the findings, releases the view and returns st to the
+// pool: st must not be used after.
 func (st *injScan) finish(emit func(Finding)) {
-	defer st.v.release() // nothing of the view outlives the scan: excerpts are copies
+	defer st.release() // nothing of the view or the state outlives the scan: excerpts are copies
 	f, c, hits := st.f, &st.c, st.hits
 	if len(hits) == 0 && len(st.v.hidden) == 0 {
 		return
@@ -268,6 +274,16 @@ func (st *injScan) finish(emit func(Finding)) {
 		r := f.rules[h.rule]
 		emit(Finding{Rule: r.id, Class: r.class, Confidence: h.conf, Start: h.ostart, End: h.oend, Excerpt: h.excerpt})
 	}
+}
+
+func (st *injScan) release() {
+	st.v.release()
+	hits := st.hits[:0]
+	if cap(hits) > 1024 {
+		hits = nil // a large slice is left to the collector
+	}
+	*st = injScan{hits: hits}
+	injScanPool.Put(st)
 }
 
 // dedupe keeps, per rule, the first of overlapping hits (the earliest,

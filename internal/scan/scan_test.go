@@ -111,3 +111,19 @@ func trimForLog(s string) string {
 	}
 	return strings.ToValidUTF8(s, "?")
 }
+
+// TestScanSmallNoAlloc: a short benign string (most string leaves of a
+// result) is scanned without allocating: per-string state is pooled.
+func TestScanSmallNoAlloc(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"", "ok", "The build finished in 12 s; 3 files changed.", "a → b"} {
+		in := Input{Text: text, Key: "status"}
+		s.Scan(in, func(Finding) {}) // the pools' first fill
+		if n := testing.AllocsPerRun(100, func() { s.Scan(in, func(Finding) {}) }); n != 0 {
+			t.Errorf("%q: %v allocations per scan", text, n)
+		}
+	}
+}

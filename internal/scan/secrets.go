@@ -373,6 +373,9 @@ func (f *secretFamily) runSplit(sc *secretScratch, text string, r *glRule, start
 	for lim := min(len(text), ve+200); ve < lim && !isSpace(text[ve]) && text[ve] != '"' && text[ve] != '\'' && text[ve] != '`' && text[ve] != ';'; ve++ {
 	}
 	w := text[op:min(len(text), ve+3)]
+	if !r.sufCheck.may(w) {
+		return
+	}
 	m := r.suf.FindStringSubmatchIndex(w)
 	if m == nil {
 		return

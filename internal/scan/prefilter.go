@@ -168,23 +168,25 @@ func (k *keywords) each(text string, fn func(word, end int) bool) {
 		return
 	}
 	if n < 16<<10 {
-		var bufW, bufE [64]int32
-		k.each2(text, fn, bufW[:], bufE[:])
+		each2[[64]int32](k, text, fn)
 	} else {
-		var bufW, bufE [512]int32
-		k.each2(text, fn, bufW[:], bufE[:])
+		each2[[512]int32](k, text, fn)
 	}
 }
 
-// each2 is each's two streams, with bufW and bufE (of one length) for
-// the second stream's hits.
-func (k *keywords) each2(text string, fn func(word, end int) bool, bufW, bufE []int32) {
+// hitBuf is the second stream's buffer: 64 hits, or 512 from 16 KiB of
+// text (a type parameter rather than a slice argument, so that the hot
+// loop keeps its registers; the arrays live on the stack).
+type hitBuf interface{ [64]int32 | [512]int32 }
+
+// each2 is each's two streams.
+func each2[B hitBuf](k *keywords, text string, fn func(word, end int) bool) {
 	n := len(text)
 	delta, class, firstOut := k.delta, &k.class, k.firstOut
 	mid := n / 2
 	i1, i2 := 0, mid-(k.maxLen-1)
 	s1, s2 := int32(0), int32(0)
-	bufE = bufE[:len(bufW)]
+	var bufW, bufE B
 	nb := 0
 	for i1 < mid && i2 < n {
 		ns2 := delta[s2+int32(class[text[i2]])]

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"math/bits"
 	"sort"
 	"strings"
 	"sync"
@@ -102,28 +103,7 @@ type hiddenRune struct {
 
 // plainASCII reports whether s is its own view: printable ASCII, tab, LF
 // and CR only.
-func plainASCII(s string) bool {
-	i := 0
-	// Eight bytes at a time: a word with no byte below 0x20 or above
-	// 0x7e is plain; one with a tab, LF or CR is checked byte by byte.
-	for ; i+8 <= len(s); i += 8 {
-		if !maybeNotPlain8(s, i) {
-			continue
-		}
-		for k := i; k < i+8; k++ {
-			if c := s[k]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-				return false
-			}
-		}
-	}
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-			return false
-		}
-	}
-	return true
-}
+func plainASCII(s string) bool { return plainRun(s, 0) == len(s) }
 
 // newView is the normalized view of s. When s is its own view (plain
 // ASCII, or plain ASCII and characters the view keeps as they are) it is
@@ -388,31 +368,35 @@ func initBMPFold() {
 	}
 }
 
-// maybeNotPlain8 reports whether s[i:i+8] may hold a byte below 0x20 or
-// above 0x7e (never false when it does; true also for tab, LF, CR).
-func maybeNotPlain8(s string, i int) bool {
+// notPlain8 returns a mask with the high bit set in every byte of
+// s[i:i+8] (little-endian) that is not plain: below 0x20 other than tab,
+// LF and CR, or 0x7f and above. Each byte is tested on its own (t is
+// below 0x80 in every byte, so no sum carries into the next), and the
+// lowest set bit marks the first such byte.
+func notPlain8(s string, i int) uint64 {
 	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
-	above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
-	return below|above != 0
+	const ones, highs, low7 = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	t := x & low7
+	above := (t + ones*0x01 | x) & highs   // 0x7f and above
+	below := ^(t + ones*0x60) & ^x & highs // below 0x20
+	if below == 0 {
+		return above
+	}
+	// Bytes equal to tab, LF or CR (y is zero there: y+0x7f keeps its
+	// high bit clear).
+	y9, y10, y13 := t^(ones*'\t'), t^(ones*'\n'), t^(ones*'\r')
+	ws := ^(y9 + low7) | ^(y10 + low7) | ^(y13 + low7)
+	return above | below&^ws
 }
 
 // plainRun returns the end of the run of plain ASCII bytes (printable,
-// tab, LF, CR) at s[i]. It reads eight bytes at a time; a word that may
-// hold a non-plain byte (or holds a tab, LF or CR) is read byte by byte,
-// and the next word again at once.
+// tab, LF, CR) at s[i], eight bytes at a time.
 func plainRun(s string, i int) int {
-	for i+8 <= len(s) {
-		if maybeNotPlain8(s, i) {
-			for k := i; k < i+8; k++ {
-				if c := s[k]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-					return k
-				}
-			}
+	for ; i+8 <= len(s); i += 8 {
+		if m := notPlain8(s, i); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
-		i += 8
 	}
 	for i < len(s) {
 		c := s[i]

@@ -211,3 +211,32 @@ func TestPlainASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainRunMixed checks plainRun's eight-byte test against a byte
+// loop on words mixing tab, LF and CR with other plain and non-plain
+// bytes (each byte is tested on its own, none may mask another).
+func TestPlainRunMixed(t *testing.T) {
+	set := []byte{'a', '~', ' ', '\t', '\n', '\r', 0x00, 0x01, 0x08, 0x0b, 0x0c, 0x0e, 0x1f, 0x7f, 0x80, 0x89, 0x8a, 0x8d, 0xff}
+	ref := func(s string) int {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+				return i
+			}
+		}
+		return len(s)
+	}
+	b := make([]byte, 19)
+	x := uint32(1)
+	for n := 0; n < 200000; n++ {
+		for i := range b {
+			x = x*1664525 + 1013904223
+			b[i] = set[int(x>>24)%len(set)]
+			if x&0x300 != 0 { // mostly plain, so that runs are long
+				b[i] = set[int(x>>20)%6]
+			}
+		}
+		if got, want := plainRun(string(b), 0), ref(string(b)); got != want {
+			t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
+		}
+	}
+}

@@ -23,12 +23,24 @@ func benign64KiB(tb testing.TB) string {
 	return string(b[:n])
 }
 
-func benchScan(b *testing.B, opts Options) {
+// benign4KiB is the first 4 KiB of testdata/benign.txt (the size of a
+// typical tool result), cut at a rune boundary.
+func benign4KiB(tb testing.TB) string {
+	t := benign64KiB(tb)
+	n := 4 << 10
+	for n > 0 && !utf8.RuneStart(t[n]) {
+		n--
+	}
+	return t[:n]
+}
+
+func benchScan(b *testing.B, opts Options) { benchScanText(b, opts, benign64KiB(b)) }
+
+func benchScanText(b *testing.B, opts Options, text string) {
 	s, err := New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	text := benign64KiB(b)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	n := 0
@@ -40,6 +52,10 @@ func benchScan(b *testing.B, opts Options) {
 // BenchmarkScanBenign64KiB scans 64 KiB of benign text with every family
 // on (the target: 200 MB/s per core).
 func BenchmarkScanBenign64KiB(b *testing.B) { benchScan(b, Options{}) }
+
+// BenchmarkScanBenign4KiB scans 4 KiB of the same text with every family
+// on: per-string fixed costs weigh more.
+func BenchmarkScanBenign4KiB(b *testing.B) { benchScanText(b, Options{}, benign4KiB(b)) }
 
 // BenchmarkScanBenign64KiBSecrets is the secret family alone.
 func BenchmarkScanBenign64KiBSecrets(b *testing.B) {

@@ -105,6 +105,8 @@ type glRule struct {
 	// its start); preGroups is the number of groups in pre.
 	pre, suf  *regexp.Regexp
 	preGroups int
+	// sufCheck is a necessary condition for suf (valuecheck.go).
+	sufCheck valueCheck
 }
 
 // superseded are gitleaks rules this package replaces with its own,
@@ -260,6 +262,7 @@ func (r *glRule) split(src string) error {
 		return fmt.Errorf("split changes the group count")
 	}
 	r.pre, r.suf, r.preGroups = pre, suf, pre.NumSubexp()
+	r.sufCheck = newValueCheck(flags, body[i:])
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The injection and poisoning family (docs/scanning.md, "Prompt injection
@@ -181,47 +182,82 @@ func newInjectionFamily() (family, error) {
 }
 
 func (f *injectionFamily) scan(in Input, emit func(Finding)) {
-	mode, as := inData, &f.data
-	if in.Mode == ModeToolDefinition {
-		mode, as = inDefinition, &f.def
-	}
-	v := newView(in.Text)
-	defer v.release() // nothing of the view outlives the scan: excerpts are copies
-	c := &injCtx{v: &v, mode: mode, f: f}
-	var hits []injHit
-	t := v.text
-	cand := new(injHit) // one candidate, reused: checks take its address
-	as.kw.each(t, func(w, end int) bool {
-		start := end - len(as.words[w])
-		wordStart := start == 0 || !isWordChar(t[start-1])
-		for _, ref := range as.entries[w] {
-			if ref.phrase >= 0 && !wordStart {
-				continue
-			}
-			if c.count[ref.rule] >= maxPerRule {
-				continue
-			}
-			r := f.rules[ref.rule]
-			if ref.phrase >= 0 && r.pre != nil && !r.pre(t, start) {
-				continue
-			}
-			h := cand
-			h.rule, h.start, h.end, h.conf, h.m.n = ref.rule, start, end, r.conf, 0
-			if ref.phrase >= 0 {
-				if !r.compiled[ref.phrase].match(t, start, &h.m) {
-					continue
-				}
-				h.end, h.conf = h.m.end, lower(r.conf, h.m.weak)
-			}
-			if r.check != nil && !r.check(c, h) {
-				continue
-			}
-			hits = append(hits, *h)
-			c.count[ref.rule]++
-		}
+	st := f.begin(in)
+	st.as.kw.each(st.t, func(w, end int) bool {
+		st.hit(w, end)
 		return true
 	})
-	if len(hits) == 0 && len(v.hidden) == 0 {
+	st.finish(emit)
+}
+
+// injScan is one scan's state.
+type injScan struct {
+	f    *injectionFamily
+	as   *anchorSet
+	v    view
+	t    string // v.text
+	c    injCtx
+	hits []injHit
+	cand injHit // one candidate, reused: checks take its address
+}
+
+// injScanPool holds released scan states (with their hits' capacity).
+var injScanPool = sync.Pool{New: func() any { return new(injScan) }}
+
+// begin builds the view of in.Text and the scan's state (from
+// injScanPool); keywords of st.as are then matched on st.t.
+func (f *injectionFamily) begin(in Input) *injScan {
+	st := injScanPool.Get().(*injScan)
+	*st = injScan{f: f, as: &f.data, hits: st.hits[:0]}
+	mode := inData
+	if in.Mode == ModeToolDefinition {
+		mode, st.as = inDefinition, &f.def
+	}
+	st.v = newView(in.Text)
+	st.t = st.v.text
+	st.c = injCtx{v: &st.v, mode: mode, f: f}
+	return st
+}
+
+// hit handles one hit of keyword w (an index into st.as.words) ending at
+// end in the view; hits come in the order of keywords.each.
+func (st *injScan) hit(w, end int) {
+	f, c, t, as := st.f, &st.c, st.t, st.as
+	start := end - len(as.words[w])
+	wordStart := start == 0 || !isWordChar(t[start-1])
+	for _, ref := range as.entries[w] {
+		if ref.phrase >= 0 && !wordStart {
+			continue
+		}
+		if c.count[ref.rule] >= maxPerRule {
+			continue
+		}
+		r := f.rules[ref.rule]
+		if ref.phrase >= 0 && r.pre != nil && !r.pre(t, start) {
+			continue
+		}
+		h := &st.cand
+		h.rule, h.start, h.end, h.conf, h.m.n = ref.rule, start, end, r.conf, 0
+		if ref.phrase >= 0 {
+			if !r.compiled[ref.phrase].match(t, start, &h.m) {
+				continue
+			}
+			h.end, h.conf = h.m.end, lower(r.conf, h.m.weak)
+		}
+		if r.check != nil && !r.check(c, h) {
+			continue
+		}
+		st.hits = append(st.hits, *h)
+		c.count[ref.rule]++
+	}
+}
+
+// finish emits the findings, releases the view and returns st to the
+// pool: st must not be used after.
+func (st *injScan) finish(emit func(Finding)) {
+	defer st.release() // nothing of the view or the state outlives the scan: excerpts are copies
+	f, c, hits := st.f, &st.c, st.hits
+	if len(hits) == 0 && len(st.v.hidden) == 0 {
 		return
 	}
 	hits = f.dedupe(hits)
@@ -238,6 +274,16 @@ func (f *injectionFamily) scan(in Input, emit func(Finding)) {
 		r := f.rules[h.rule]
 		emit(Finding{Rule: r.id, Class: r.class, Confidence: h.conf, Start: h.ostart, End: h.oend, Excerpt: h.excerpt})
 	}
+}
+
+func (st *injScan) release() {
+	st.v.release()
+	hits := st.hits[:0]
+	if cap(hits) > 1024 {
+		hits = nil // a large slice is left to the collector
+	}
+	*st = injScan{hits: hits}
+	injScanPool.Put(st)
 }
 
 // dedupe keeps, per rule, the first of overlapping hits (the earliest,

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"math/bits"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +61,12 @@ type view struct {
 	// b holds the buffers text, segs and hidden live in (nil on the fast
 	// path); release returns them.
 	b *viewBuilder
+	// dropsASCII: some printable ASCII byte (or tab, LF, CR) of orig is
+	// not in text (it was part of an escape sequence or a C1 control
+	// string). When false, every run of such bytes of orig is in text
+	// as it is, in order (what a keyword pass over text for the original
+	// relies on: sharedKeywords).
+	dropsASCII bool
 }
 
 // viewSeg is one segment of the view's map: view bytes from v on come
@@ -96,34 +103,66 @@ type hiddenRune struct {
 
 // plainASCII reports whether s is its own view: printable ASCII, tab, LF
 // and CR only.
-func plainASCII(s string) bool {
-	i := 0
-	// Eight bytes at a time: a word with no byte below 0x20 or above
-	// 0x7e is plain; one with a tab, LF or CR is checked byte by byte.
-	for ; i+8 <= len(s); i += 8 {
-		if !maybeNotPlain8(s, i) {
-			continue
-		}
-		for k := i; k < i+8; k++ {
-			if c := s[k]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-				return false
-			}
-		}
+func plainASCII(s string) bool { return plainRun(s, 0) == len(s) }
+
+// newView is the normalized view of s. When s is its own view (plain
+// ASCII, or plain ASCII and characters the view keeps as they are) it is
+// s itself, with no map and nothing to release; otherwise buildView
+// builds it.
+func newView(s string) view {
+	i := ownPrefix(s)
+	if i == len(s) {
+		return view{text: s, orig: s}
 	}
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-			return false
-		}
-	}
-	return true
+	return buildViewFrom(s, i)
 }
 
-// newView builds the normalized view of s.
-func newView(s string) view {
+// ownView reports whether buildView(s) would be s itself.
+func ownView(s string) bool { return ownPrefix(s) == len(s) }
+
+// ownPrefix is the length of the longest prefix of s that is its own
+// view (whole characters): printable
+// ASCII, tab, LF and CR, and characters of the Basic Multilingual Plane
+// that buildView keeps as they are (foldKeep), and none of the
+// characters it treats before that table (escapes, C1 controls, joiners,
+// variation selectors; characters above the BMP are left to it). It
+// reads s once and allocates nothing.
+func ownPrefix(s string) int {
+	for i := 0; i < len(s); {
+		if j := plainRun(s, i); j > i {
+			i = j
+			continue
+		}
+		if s[i] < 0x80 {
+			return i // ESC or another control character
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r < 0xa0 || r >= 0x10000 || r == 0x200c || r == 0x200d || (r >= 0xfe00 && r <= 0xfe0f) {
+			return i
+		}
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		bmpOnce.Do(initBMPFold)
+		if bmpIdx[r] != foldKeep {
+			return i
+		}
+		i += size
+	}
+	return len(s)
+}
+
+// buildView builds the normalized view of s and its map to s.
+func buildView(s string) view {
 	if plainASCII(s) {
 		return view{text: s, orig: s}
 	}
+	return buildViewFrom(s, 0)
+}
+
+// buildViewFrom builds the view of s whose first from bytes are known to
+// be their own view (ownPrefix): they are copied as one run.
+func buildViewFrom(s string, from int) view {
 	b := builderPool.Get().(*viewBuilder)
 	if cap(b.buf) < len(s)+8 {
 		b.buf = make([]byte, 0, len(s)+8)
@@ -132,7 +171,11 @@ func newView(s string) view {
 		b.segs = make([]viewSeg, 0, 8+len(s)/32)
 	}
 	flag := false // inside an emoji tag sequence (after U+1F3F4)
-	for i := 0; i < len(s); {
+	dropped := false
+	if from > 0 {
+		b.copyRun(s, 0, from)
+	}
+	for i := from; i < len(s); {
 		c := s[i]
 		if c < 0x80 {
 			if j := plainRun(s, i); j > i {
@@ -143,7 +186,7 @@ func newView(s string) view {
 			}
 			switch {
 			case c == 0x1b:
-				i = skipEscape(s, i)
+				i, dropped = skipEscape(s, i), true
 				continue
 			case c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r'):
 				b.hide(i, 1, hiddenControl)
@@ -191,10 +234,10 @@ func newView(s string) view {
 			i = j // variation selectors
 			continue
 		case r == 0x9b:
-			i = skipCSI(s, j)
+			i, dropped = skipCSI(s, j), true
 			continue
 		case r == 0x9d || r == 0x90 || r == 0x98 || r == 0x9e || r == 0x9f:
-			i = skipString(s, j, j)
+			i, dropped = skipString(s, j, j), true
 			continue
 		case r < 0xa0:
 			b.hide(i, size, hiddenControl)
@@ -226,7 +269,7 @@ func newView(s string) view {
 		b.foldRune(r, s[i:j], i, j)
 		i = j
 	}
-	return view{text: unsafe.String(unsafe.SliceData(b.buf), len(b.buf)), orig: s, segs: b.segs, hidden: b.hidden, b: b}
+	return view{text: unsafe.String(unsafe.SliceData(b.buf), len(b.buf)), orig: s, segs: b.segs, hidden: b.hidden, b: b, dropsASCII: dropped}
 }
 
 // builderPool holds the buffers of views released after a scan.
@@ -325,22 +368,35 @@ func initBMPFold() {
 	}
 }
 
-// maybeNotPlain8 reports whether s[i:i+8] may hold a byte below 0x20 or
-// above 0x7e (never false when it does; true also for tab, LF, CR).
-func maybeNotPlain8(s string, i int) bool {
+// notPlain8 returns a mask with the high bit set in every byte of
+// s[i:i+8] (little-endian) that is not plain: below 0x20 other than tab,
+// LF and CR, or 0x7f and above. Each byte is tested on its own (t is
+// below 0x80 in every byte, so no sum carries into the next), and the
+// lowest set bit marks the first such byte.
+func notPlain8(s string, i int) uint64 {
 	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	below := (x - ones*0x20) & ^x & highs         // some byte < 0x20
-	above := ((x + ones*(0x80-0x7f)) | x) & highs // some byte >= 0x7f
-	return below|above != 0
+	const ones, highs, low7 = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	t := x & low7
+	above := (t + ones*0x01 | x) & highs   // 0x7f and above
+	below := ^(t + ones*0x60) & ^x & highs // below 0x20
+	if below == 0 {
+		return above
+	}
+	// Bytes equal to tab, LF or CR (y is zero there: y+0x7f keeps its
+	// high bit clear).
+	y9, y10, y13 := t^(ones*'\t'), t^(ones*'\n'), t^(ones*'\r')
+	ws := ^(y9 + low7) | ^(y10 + low7) | ^(y13 + low7)
+	return above | below&^ws
 }
 
 // plainRun returns the end of the run of plain ASCII bytes (printable,
-// tab, LF, CR) at s[i].
+// tab, LF, CR) at s[i], eight bytes at a time.
 func plainRun(s string, i int) int {
-	for i+8 <= len(s) && !maybeNotPlain8(s, i) {
-		i += 8
+	for ; i+8 <= len(s); i += 8 {
+		if m := notPlain8(s, i); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
 	}
 	for i < len(s) {
 		c := s[i]

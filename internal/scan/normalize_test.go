@@ -117,8 +117,22 @@ func checkView(t *testing.T, in string, v view) {
 		t.Fatalf("orig differs")
 	}
 	if v.segs == nil {
-		if v.text != in || !plainASCII(in) {
-			t.Fatalf("identity view of non-plain text %q", in)
+		if v.text != in {
+			t.Fatalf("identity view of %q is %q", in, v.text)
+		}
+		if !plainASCII(in) {
+			// Its own view: the built view is the same text, mapped
+			// byte for byte, with nothing hidden.
+			b := buildView(in)
+			if b.text != in || len(b.hidden) != 0 {
+				t.Fatalf("own view of %q, built: %q, %d hidden", in, b.text, len(b.hidden))
+			}
+			for i := range in {
+				if s, _ := b.at(i); s != i {
+					t.Fatalf("own view of %q: built view maps byte %d to %d", in, i, s)
+				}
+			}
+			b.release()
 		}
 		return
 	}
@@ -158,7 +172,7 @@ func checkView(t *testing.T, in string, v view) {
 }
 
 func FuzzView(f *testing.F) {
-	for _, s := range []string{"", "plain", "ｉg\u200bnore", "\x1b[31mx\x1b]0;t\x07", tagged("hi"), "a\xffb\u0301", "\U0001F3F4\U000E0067\U000E007F", "\u009b1m\u009d0;x\u009c"} {
+	for _, s := range []string{"", "plain", "ｉg\u200bnore", "\x1b[31mx\x1b]0;t\x07", tagged("hi"), "a\xffb\u0301", "\U0001F3F4\U000E0067\U000E007F", "\u009b1m\u009d0;x\u009c", "a → b § c ── ≠ …", "e\u0301 ﬁ", "\ufffd", "x\u200dy"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -166,6 +180,9 @@ func FuzzView(f *testing.F) {
 		checkView(t, s, v)
 		if got := newView(s); got.text != v.text {
 			t.Fatalf("view not deterministic")
+		}
+		if got := buildView(s); got.text != v.text {
+			t.Fatalf("newView %q, buildView %q", v.text, got.text)
 		}
 		_ = excerpt(v.text)
 	})
@@ -191,6 +208,35 @@ func TestPlainASCII(t *testing.T) {
 			if got := plainRun(s, 0); got != wantRun {
 				t.Fatalf("plainRun with %#x at %d = %d, want %d", c, pos, got, wantRun)
 			}
+		}
+	}
+}
+
+// TestPlainRunMixed checks plainRun's eight-byte test against a byte
+// loop on words mixing tab, LF and CR with other plain and non-plain
+// bytes (each byte is tested on its own, none may mask another).
+func TestPlainRunMixed(t *testing.T) {
+	set := []byte{'a', '~', ' ', '\t', '\n', '\r', 0x00, 0x01, 0x08, 0x0b, 0x0c, 0x0e, 0x1f, 0x7f, 0x80, 0x89, 0x8a, 0x8d, 0xff}
+	ref := func(s string) int {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c >= 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+				return i
+			}
+		}
+		return len(s)
+	}
+	b := make([]byte, 19)
+	x := uint32(1)
+	for n := 0; n < 200000; n++ {
+		for i := range b {
+			x = x*1664525 + 1013904223
+			b[i] = set[int(x>>24)%len(set)]
+			if x&0x300 != 0 { // mostly plain, so that runs are long
+				b[i] = set[int(x>>20)%6]
+			}
+		}
+		if got, want := plainRun(string(b), 0), ref(string(b)); got != want {
+			t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
 		}
 	}
 }

@@ -154,9 +154,10 @@ const interleaveMin = 64
 // A text of interleaveMin bytes or more is scanned as two independent
 // streams in one loop (the first half, and the second half from
 // maxLen-1 bytes before it), so that the two chains of dependent table
-// loads overlap; the second stream's hits are held in a small buffer
-// on the stack and reported after the first's (when it fills, the
-// second stream finishes on its own after the first).
+// loads overlap; the second stream's hits are held in a buffer on the
+// stack (64 hits, 512 from 16 KiB: benign text has a few hits per KiB)
+// and reported after the first's (when it fills, the second stream
+// finishes on its own after the first).
 func (k *keywords) each(text string, fn func(word, end int) bool) {
 	if k == nil || len(k.outs) == 0 {
 		return
@@ -166,11 +167,26 @@ func (k *keywords) each(text string, fn func(word, end int) bool) {
 		k.serial(text, 0, 0, n, 0, fn)
 		return
 	}
+	if n < 16<<10 {
+		each2[[64]int32](k, text, fn)
+	} else {
+		each2[[512]int32](k, text, fn)
+	}
+}
+
+// hitBuf is the second stream's buffer: 64 hits, or 512 from 16 KiB of
+// text (a type parameter rather than a slice argument, so that the hot
+// loop keeps its registers; the arrays live on the stack).
+type hitBuf interface{ [64]int32 | [512]int32 }
+
+// each2 is each's two streams.
+func each2[B hitBuf](k *keywords, text string, fn func(word, end int) bool) {
+	n := len(text)
 	delta, class, firstOut := k.delta, &k.class, k.firstOut
 	mid := n / 2
 	i1, i2 := 0, mid-(k.maxLen-1)
 	s1, s2 := int32(0), int32(0)
-	var bufW, bufE [64]int32
+	var bufW, bufE B
 	nb := 0
 	for i1 < mid && i2 < n {
 		ns2 := delta[s2+int32(class[text[i2]])]

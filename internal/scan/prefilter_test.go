@@ -168,3 +168,24 @@ func BenchmarkKeywords64KiB(b *testing.B) {
 		k.each(text, func(int, int) bool { n++; return true })
 	}
 }
+
+// TestKeywordsStreamBuffers: texts below and above 16 KiB whose second
+// half holds fewer and more hits than the second stream's buffer (64,
+// 512) report every hit, in order.
+func TestKeywordsStreamBuffers(t *testing.T) {
+	words := []string{"ab", "b", "abc"}
+	k := newKeywords(words)
+	for _, n := range []int{1 << 10, 15 << 10, 16 << 10, 64 << 10} {
+		for _, every := range []int{3, 40, 300} {
+			b := []byte(strings.Repeat("x", n))
+			for i := 0; i+3 <= n; i += every {
+				copy(b[i:], "abc")
+			}
+			text := string(b)
+			got, want := automatonHits(k, text), naiveHits(words, text)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("n %d every %d: %d hits, want %d", n, every, len(got), len(want))
+			}
+		}
+	}
+}

@@ -104,6 +104,56 @@ type family interface {
 // concurrent use.
 type Scanner struct {
 	families []family
+	// With both the secret and the injection family on: the families
+	// by name, and per mode (ModeData, ModeToolDefinition) one keyword
+	// automaton over both families' keywords, so that a string costs
+	// one keyword pass, not two (Scan).
+	sec    *secretFamily
+	pii    family
+	inj    *injectionFamily
+	shared [2]*sharedKeywords
+}
+
+// sharedKeywords is one automaton over the secret family's keywords and
+// the injection family's keywords of one mode; each of its words maps
+// to the index of the word in either family's list (-1: not one of its
+// words).
+type sharedKeywords struct {
+	kw       *keywords
+	sec, inj []int32
+}
+
+// newSharedKeywords merges the secret family's words and those of one
+// injection anchor set, or returns nil when a secret keyword is not
+// printable ASCII (the shared pass finds secret keywords in the view,
+// which keeps every printable ASCII run of the original: view.dropsASCII).
+func newSharedKeywords(sec []string, inj []string) *sharedKeywords {
+	sk := &sharedKeywords{}
+	index := map[string]int{}
+	var words []string
+	add := func(w string) int {
+		i, ok := index[w]
+		if !ok {
+			i = len(words)
+			index[w] = i
+			words = append(words, w)
+			sk.sec, sk.inj = append(sk.sec, -1), append(sk.inj, -1)
+		}
+		return i
+	}
+	for wi, w := range sec {
+		for k := 0; k < len(w); k++ {
+			if w[k] < 0x20 || w[k] > 0x7e {
+				return nil
+			}
+		}
+		sk.sec[add(w)] = int32(wi)
+	}
+	for wi, w := range inj {
+		sk.inj[add(w)] = int32(wi)
+	}
+	sk.kw = newKeywords(words)
+	return sk
 }
 
 // Detector is a detector added to a Scanner besides the built-in
@@ -145,6 +195,20 @@ func New(opts Options) (*Scanner, error) {
 		}
 		s.families = append(s.families, fam)
 	}
+	for _, f := range s.families {
+		switch f := f.(type) {
+		case *secretFamily:
+			s.sec = f
+		case *piiFamily:
+			s.pii = f
+		case *injectionFamily:
+			s.inj = f
+		}
+	}
+	if s.sec != nil && s.inj != nil {
+		s.shared[0] = newSharedKeywords(s.sec.kw.words, s.inj.data.words)
+		s.shared[1] = newSharedKeywords(s.sec.kw.words, s.inj.def.words)
+	}
 	for _, d := range opts.Detectors {
 		s.families = append(s.families, detectorFamily{d})
 	}
@@ -153,10 +217,88 @@ func New(opts Options) (*Scanner, error) {
 
 // Scan calls emit for every finding in in, family by family, in the
 // order of each family's rules and positions. It does not retain in.Text.
+//
+// With the secret and the injection family both on, one keyword pass
+// serves both (scanShared); the findings and their order are those of
+// the families run one after the other.
 func (s *Scanner) Scan(in Input, emit func(Finding)) {
+	if s.sec != nil && s.inj != nil {
+		s.scanShared(in, emit)
+		return
+	}
 	for _, f := range s.families {
 		f.scan(in, emit)
 	}
+}
+
+// scanShared runs the built-in families with one keyword pass: the
+// shared automaton of in.Mode over the injection family's view, each
+// hit handed to the family that owns the keyword. A secret keyword hit
+// in the view counts only where it is the same keyword at the same
+// length in the original (a view built from the text adds folded
+// characters: "…" is "..."; it never drops a printable ASCII run
+// unless view.dropsASCII, and then the secret family makes its own pass
+// over the original).
+func (s *Scanner) scanShared(in Input, emit func(Finding)) {
+	sk := s.shared[0]
+	if in.Mode == ModeToolDefinition {
+		sk = s.shared[1]
+	}
+	st := s.inj.begin(in)
+	sc := s.sec.begin(in.Text)
+	if sk == nil || st.v.dropsASCII {
+		s.sec.kw.each(in.Text, func(w, end int) bool {
+			s.sec.hit(sc, in.Text, w, end)
+			return true
+		})
+		st.as.kw.each(st.t, func(w, end int) bool {
+			st.hit(w, end)
+			return true
+		})
+	} else {
+		v, orig := &st.v, in.Text
+		sk.kw.each(st.t, func(w, end int) bool {
+			if sw := sk.sec[w]; sw >= 0 {
+				if v.segs == nil {
+					s.sec.hit(sc, orig, int(sw), end)
+				} else {
+					n := s.sec.kwLen[sw]
+					os, oe := v.span(end-n, end)
+					if oe-os == n && asciiEqualFold(orig[os:oe], st.t[end-n:end]) {
+						s.sec.hit(sc, orig, int(sw), oe)
+					}
+				}
+			}
+			if iw := sk.inj[w]; iw >= 0 {
+				st.hit(int(iw), end)
+			}
+			return true
+		})
+	}
+	s.sec.finish(sc, in, emit)
+	if s.pii != nil {
+		s.pii.scan(in, emit)
+	}
+	st.finish(emit)
+	for _, f := range s.families {
+		if d, ok := f.(detectorFamily); ok {
+			d.scan(in, emit)
+		}
+	}
+}
+
+// asciiEqualFold reports whether a and b are equal with ASCII letters
+// folded.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 type detectorFamily struct{ d Detector }

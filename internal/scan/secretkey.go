@@ -43,8 +43,14 @@ func SecretLikeKey(key string) bool {
 		if n == 0 {
 			return false
 		}
+		if n > len(buf) {
+			// A non-ASCII or over-long word: no word, nor a pair with
+			// the next one.
+			n, pn = 0, -1
+			return false
+		}
 		w := buf[:n]
-		if n <= len(buf) && secretKeyWords[string(w)] {
+		if secretKeyWords[string(w)] {
 			return true
 		}
 		if pn >= 0 && secretKeyPairs[[2]string{string(prev[:pn]), string(w)}] {

@@ -142,72 +142,90 @@ func newSecretFamily() (family, error) {
 }
 
 func (f *secretFamily) scan(in Input, emit func(Finding)) {
-	text := in.Text
+	sc := f.begin(in.Text)
+	f.kw.each(in.Text, func(w, end int) bool {
+		f.hit(sc, in.Text, w, end)
+		return true
+	})
+	f.finish(sc, in, emit)
+}
+
+// begin takes a scan's scratch state for text from the pool.
+func (f *secretFamily) begin(text string) *secretScratch {
 	sc := f.pool.Get().(*secretScratch)
 	sc.lowBudget = lowBudgetFor(len(text))
 	sc.runOK = false
-	f.kw.each(text, func(w, end int) bool {
-		start := end - f.kwLen[w]
-		op := -2 // assignFollows(text, end), computed once per hit
-		for j, ri := range f.kwRules[w] {
-			if ri < 0 {
-				f.own(sc, text, ri, start, end)
-				continue
-			}
-			r := &f.rules[ri]
-			if r.check == checkAssign {
-				if op == -2 {
-					op = assignFollows(text, end)
-				}
-				if op >= 0 && sc.pend[ri].lastOp != op+1 {
-					// Two keywords of one rule before one operator
-					// ("api_key"): run it once.
-					if sc.pend[ri].lastOp == 0 {
-						sc.touched = append(sc.touched, ri)
-					}
-					sc.pend[ri].lastOp = op + 1
-					f.runSplit(sc, text, r, start, op)
-				}
-				continue
-			}
-			var ws, we int
-			wide := f.kwWide[w][j] != wideNo
-			switch {
-			case wide:
-				ws, we = max(0, start-256), min(len(text), end+256)
-			case r.check == checkToken:
-				ws, we = sc.tokenAround(text, start, end)
-			default:
-				ws, we = max(0, start-r.back), min(len(text), end+r.fwd)
-			}
-			if f.kwWide[w][j] != wideContext && !r.passes(text, start, end, ws, we) {
-				continue
-			}
-			if r.check == checkVault && end-start == 2 {
-				// "s." and 24 letters or digits (the precheck): the
-				// rule's regex adds only its word boundary before and
-				// its terminator after, checked here without it.
-				if (start == 0 || !isWordByte(text[start-1])) && vaultTerminated(text, end+24) {
-					f.accept(sc, text, r, start, end+24, start, end+24)
-				}
-				continue
-			}
-			p := &sc.pend[ri]
-			// Merge overlapping windows (for token windows: hits in one
-			// token; the next token's window only shares context bytes).
-			if p.on && (ws < p.we-1 || ws <= p.we && (r.check != checkToken || wide)) {
-				p.we = max(p.we, we)
-				continue
-			}
-			if p.on {
-				f.runRule(sc, text, r, p.ws, p.we)
-			} else {
-				sc.active = append(sc.active, ri)
-			}
-			p.ws, p.we, p.on = ws, we, true
+	return sc
+}
+
+// hit handles one hit of keyword w (an index into f.kw's words) ending
+// at end in text; hits come in the order of keywords.each.
+func (f *secretFamily) hit(sc *secretScratch, text string, w, end int) {
+	start := end - f.kwLen[w]
+	op := -2 // assignFollows(text, end), computed once per hit
+	for j, ri := range f.kwRules[w] {
+		if ri < 0 {
+			f.own(sc, text, ri, start, end)
+			continue
 		}
-		return true
-	})
+		r := &f.rules[ri]
+		if r.check == checkAssign {
+			if op == -2 {
+				op = assignFollows(text, end)
+			}
+			if op >= 0 && sc.pend[ri].lastOp != op+1 {
+				// Two keywords of one rule before one operator
+				// ("api_key"): run it once.
+				if sc.pend[ri].lastOp == 0 {
+					sc.touched = append(sc.touched, ri)
+				}
+				sc.pend[ri].lastOp = op + 1
+				f.runSplit(sc, text, r, start, op)
+			}
+			continue
+		}
+		var ws, we int
+		wide := f.kwWide[w][j] != wideNo
+		switch {
+		case wide:
+			ws, we = max(0, start-256), min(len(text), end+256)
+		case r.check == checkToken:
+			ws, we = sc.tokenAround(text, start, end)
+		default:
+			ws, we = max(0, start-r.back), min(len(text), end+r.fwd)
+		}
+		if f.kwWide[w][j] != wideContext && !r.passes(text, start, end, ws, we) {
+			continue
+		}
+		if r.check == checkVault && end-start == 2 {
+			// "s." and 24 letters or digits (the precheck): the
+			// rule's regex adds only its word boundary before and
+			// its terminator after, checked here without it.
+			if (start == 0 || !isWordByte(text[start-1])) && vaultTerminated(text, end+24) {
+				f.accept(sc, text, r, start, end+24, start, end+24)
+			}
+			continue
+		}
+		p := &sc.pend[ri]
+		// Merge overlapping windows (for token windows: hits in one
+		// token; the next token's window only shares context bytes).
+		if p.on && (ws < p.we-1 || ws <= p.we && (r.check != checkToken || wide)) {
+			p.we = max(p.we, we)
+			continue
+		}
+		if p.on {
+			f.runRule(sc, text, r, p.ws, p.we)
+		} else {
+			sc.active = append(sc.active, ri)
+		}
+		p.ws, p.we, p.on = ws, we, true
+	}
+}
+
+// finish runs the pending windows and the keyed-secret detector, emits
+// the findings and returns sc to the pool.
+func (f *secretFamily) finish(sc *secretScratch, in Input, emit func(Finding)) {
+	text := in.Text
 	for _, ri := range sc.active {
 		p := &sc.pend[ri]
 		f.runRule(sc, text, &f.rules[ri], p.ws, p.we)
@@ -355,6 +373,9 @@ func (f *secretFamily) runSplit(sc *secretScratch, text string, r *glRule, start
 	for lim := min(len(text), ve+200); ve < lim && !isSpace(text[ve]) && text[ve] != '"' && text[ve] != '\'' && text[ve] != '`' && text[ve] != ';'; ve++ {
 	}
 	w := text[op:min(len(text), ve+3)]
+	if !r.sufCheck.may(w) {
+		return
+	}
 	m := r.suf.FindStringSubmatchIndex(w)
 	if m == nil {
 		return

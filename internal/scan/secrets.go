@@ -752,7 +752,27 @@ func keyedSecret(sc *secretScratch, text, key string) {
 			return
 		}
 	}
-	sc.found = append(sc.found, Finding{Rule: RuleKeyedSecret, Class: ClassSecret, Confidence: Medium, Start: s, End: e})
+	conf := Medium
+	if strongSecretKey(lk) && len(v) >= 16 && shannon(v) >= 4.0 && charClasses(v) >= 2 && !strings.Contains(v, "://") && v[0] != '/' {
+		// A random-looking value under a name that says secret or
+		// password (AWS_SECRET_ACCESS_KEY, client_secret, DB_PASSWORD) is
+		// a credential, not an id: high, so the built-in policy redacts
+		// it. Names that only say token or key stay medium (page tokens,
+		// cache keys), as do short or low-entropy values.
+		conf = High
+	}
+	sc.found = append(sc.found, Finding{Rule: RuleKeyedSecret, Class: ClassSecret, Confidence: conf, Start: s, End: e})
+}
+
+// strongSecretKey reports whether a lower-cased member name says secret
+// or password outright (not token, key or auth alone).
+func strongSecretKey(lk string) bool {
+	for _, w := range []string{"secret", "password", "passwd", "passphrase", "private_key", "privatekey", "private-key"} {
+		if strings.Contains(lk, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func charClasses(s string) int {

@@ -93,6 +93,7 @@ func secretPositives() []scanCase {
 	bearer := rnd(23, alnum, 40)
 	basic := base64.StdEncoding.EncodeToString([]byte("alice:Wond3rland!x"))
 	keyed := rnd(24, alnum+"+/", 40)
+	awsSecret := rnd(40, alnum+"+/", 41)
 	generic := rnd(25, alnum, 24)
 	return []scanCase{
 		{"aws access key id", Input{Text: "export AWS_ACCESS_KEY_ID=" + aws + "\n"}, "aws-access-token", High, aws},
@@ -128,7 +129,9 @@ func secretPositives() []scanCase {
 		{"bearer header", Input{Text: "Authorization: Bearer " + bearer}, RuleHTTPBearer, High, bearer},
 		{"bearer bare", Input{Text: "use Bearer " + bearer + " to call"}, RuleHTTPBearer, Medium, bearer},
 		{"basic header", Input{Text: "Authorization: Basic " + basic + "\r\n"}, RuleHTTPBasic, High, basic},
-		{"keyed secret", Input{Key: "client_secret", Text: keyed}, RuleKeyedSecret, Medium, keyed},
+		{"keyed secret", Input{Key: "client_secret", Text: keyed}, RuleKeyedSecret, High, keyed},
+		{"keyed AWS secret access key", Input{Key: "AWS_SECRET_ACCESS_KEY", Text: awsSecret}, RuleKeyedSecret, High, awsSecret},
+		{"keyed token stays medium", Input{Key: "session_token", Text: keyed}, RuleKeyedSecret, Medium, keyed},
 		{"keyed password", Input{Key: "db_password", Text: "hunter2!x"}, RuleKeyedSecret, Medium, "hunter2!x"},
 		{"generic key=value", Input{Text: `db_secret = "` + generic + `"`}, "generic-api-key", Low, generic},
 		{"kubernetes secret yaml", Input{Text: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: " + base64.StdEncoding.EncodeToString([]byte(generic)) + "\n"}, "kubernetes-secret-yaml", High, "password: " + base64.StdEncoding.EncodeToString([]byte(generic))},

@@ -107,6 +107,11 @@ type glRule struct {
 	preGroups int
 	// sufCheck is a necessary condition for suf (valuecheck.go).
 	sufCheck valueCheck
+	// marks are the rule's keywords that its regex spells (lower case,
+	// "sgp_") when it also has context keywords (the provider's name,
+	// "sourcegraph"): a high-confidence match without a mark came only
+	// from the context and is medium (accept).
+	marks []string
 }
 
 // superseded are gitleaks rules this package replaces with its own,
@@ -218,10 +223,20 @@ func loadGitleaksFrom(src string) ([]glRule, allowlist, [][]string, error) {
 		}
 		if r.check == checkToken && r.conf == High {
 			context := true
+			var marks []string
+			hasContext := false
 			for _, w := range words {
 				if keywordInRegex(w, d.Regex) || !isContextWord(w) {
 					context = false
 				}
+				if keywordInRegex(w, d.Regex) {
+					marks = append(marks, strings.ToLower(w))
+				} else if isContextWord(w) {
+					hasContext = true
+				}
+			}
+			if hasContext && len(marks) > 0 {
+				r.marks = marks
 			}
 			if context {
 				// Every keyword only says "this provider is mentioned"

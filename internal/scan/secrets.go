@@ -465,7 +465,31 @@ func (f *secretFamily) accept(sc *secretScratch, text string, r *glRule, ss, se,
 	if r.githubSum && !githubChecksumOK(secret) {
 		conf = Medium
 	}
+	if len(r.marks) > 0 && !containsAnyFold(secret, r.marks) {
+		// Matched only near the provider's name, without the provider's
+		// own prefix (sourcegraph-access-token's bare 40 hex digits near
+		// "sourcegraph"): a git commit hash in a repository's listing is
+		// that shape, so such a match is dropped when it is a known id or
+		// digest shape, and only flags otherwise.
+		if notSecretShape(secret) {
+			return
+		}
+		conf = Medium
+	}
 	sc.found = append(sc.found, Finding{Rule: r.id, Class: ClassSecret, Confidence: conf, Start: ss, End: se})
+}
+
+// containsAnyFold reports whether s contains one of the lower-case words
+// ws, ASCII case-insensitively.
+func containsAnyFold(s string, ws []string) bool {
+	for _, w := range ws {
+		for i := 0; i+len(w) <= len(s); i++ {
+			if strings.EqualFold(s[i:i+len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // own runs an own detector on a keyword hit text[start:end].

@@ -401,3 +401,35 @@ func TestTokenAround(t *testing.T) {
 		return true
 	})
 }
+
+// TestContextOnlyMatch: a rule whose regex also matches a bare shape near
+// the provider's name (sourcegraph-access-token: 40 hex digits near
+// "sourcegraph") does not redact a git commit hash in a listing of the
+// provider's repository (a fresh user's GitHub API commit list lost every
+// sha); the provider's own prefixed token is still high.
+func TestContextOnlyMatch(t *testing.T) {
+	sc, err := New(Options{NoPII: true, NoInjection: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := "9fceb02d0ae598e95dc970b74767f19372d61af8"
+	var got []Finding
+	sc.Scan(Input{Text: `{"repo":"sourcegraph/conc","sha":"` + sha + `"}`}, func(f Finding) { got = append(got, f) })
+	for _, f := range got {
+		if f.Confidence != Low && f.Rule == "sourcegraph-access-token" {
+			t.Errorf("a commit hash near \"sourcegraph\": %s %s", f.Rule, f.Confidence)
+		}
+	}
+	tok := "sgp_" + "a3f9c2e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a3f2"
+	got = nil
+	sc.Scan(Input{Text: "SRC_ACCESS_TOKEN=" + tok}, func(f Finding) { got = append(got, f) })
+	high := false
+	for _, f := range got {
+		if f.Rule == "sourcegraph-access-token" && f.Confidence == High {
+			high = true
+		}
+	}
+	if !high {
+		t.Errorf("a prefixed Sourcegraph token: findings %+v, want sourcegraph-access-token high", got)
+	}
+}

@@ -30,6 +30,7 @@ const (
 	ownURL
 	ownBearer
 	ownBasic
+	ownPEMEnd
 )
 
 var ownKeywords = []struct {
@@ -41,6 +42,7 @@ var ownKeywords = []struct {
 	{"://", ownURL},
 	{"bearer", ownBearer},
 	{"basic", ownBasic},
+	{"-----end", ownPEMEnd},
 }
 
 // secretFamily runs gitleaks' rules and the own secret detectors. One
@@ -509,6 +511,11 @@ func (f *secretFamily) own(sc *secretScratch, text string, det int32, start, end
 		if ok {
 			sc.pemSearched = fd.End
 		}
+	case ownPEMEnd:
+		if start < sc.pemSearched {
+			return // the END line of a block already found
+		}
+		fd, ok = pemTail(text, start)
 	case ownJWT:
 		fd, ok = jwtAt(text, start)
 	case ownURL:
@@ -569,9 +576,59 @@ func pemBlock(text string, start int) (Finding, bool) {
 		return Finding{}, false
 	}
 	if j < 0 {
-		return Finding{Rule: rule, Confidence: Medium, Start: bodyStart, End: k}, true
+		// No END line (the first lines of a key file, read with a
+		// head): key material all the same, high.
+		return Finding{Rule: rule, Confidence: High, Start: bodyStart, End: k}, true
 	}
 	return Finding{Rule: rule, Confidence: High, Start: start, End: bodyEnd + len(end)}, true
+}
+
+// pemTail matches the end of a private key block whose BEGIN line is
+// missing (the last lines of a key file, read with a tail): at least 64
+// base64 characters, over lines, right before "-----END <label>-----" with
+// a label ending in "PRIVATE KEY". The span is the body and the END line;
+// it is high: key material, whatever part of it.
+func pemTail(text string, start int) (Finding, bool) {
+	const endLine = "-----END "
+	if !strings.HasPrefix(text[start:], endLine) {
+		return Finding{}, false
+	}
+	rest := text[start+len(endLine):]
+	i := strings.Index(rest[:min(len(rest), 80)], "-----")
+	if i < 0 {
+		return Finding{}, false
+	}
+	label := rest[:i]
+	if !strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
+		return Finding{}, false
+	}
+	rule := RulePEMPrivateKey
+	if label == "OPENSSH PRIVATE KEY" {
+		rule = RuleOpenSSHPrivateKey
+	}
+	// Walk back line by line: the line right above END may be short,
+	// every other body line is a full one (40 or more base64
+	// characters; PEM writes 64, OpenSSH 70); a line that is not stops.
+	n, k := 0, start
+	for first := true; k > 0 && start-k < 64<<10; first = false {
+		e := k
+		for e > 0 && isSpace(text[e-1]) {
+			e--
+		}
+		b := e
+		for b > 0 && isB64(text[b-1]) {
+			b--
+		}
+		if b == e || (b > 0 && !isSpace(text[b-1])) || (!first && e-b < 40) {
+			break
+		}
+		n += e - b
+		k = b
+	}
+	if n < 64 {
+		return Finding{}, false
+	}
+	return Finding{Rule: rule, Confidence: High, Start: k, End: start + len(endLine) + i + 5}, true
 }
 
 func isB64(c byte) bool {

@@ -88,6 +88,8 @@ func secretPositives() []scanCase {
 	ossh := pemOf("OPENSSH PRIVATE KEY", 19)
 	p8 := pemOf("PRIVATE KEY", 20)
 	truncated := strings.SplitN(pemOf("EC PRIVATE KEY", 21), "-----END", 2)[0]
+	fullPEM := pemOf("RSA PRIVATE KEY", 22)
+	tailOnly := strings.TrimLeft(fullPEM[strings.Index(fullPEM, "-----BEGIN RSA PRIVATE KEY-----")+len("-----BEGIN RSA PRIVATE KEY-----"):], " \n")
 	jwt := jwtOf(`{"alg":"HS256","typ":"JWT"}`, `{"sub":"1234567890","name":"A"}`, rnd(22, b64url, 43))
 	jwtNone := jwtOf(`{"alg":"none"}`, `{"sub":"x"}`, "")
 	bearer := rnd(23, alnum, 40)
@@ -120,7 +122,9 @@ func secretPositives() []scanCase {
 		{"pem rsa private key", Input{Text: "key:\n" + rsa + "\nmore"}, RulePEMPrivateKey, High, rsa},
 		{"openssh private key", Input{Text: ossh}, RuleOpenSSHPrivateKey, High, ossh},
 		{"pkcs8 private key", Input{Text: "a " + p8 + " b"}, RulePEMPrivateKey, High, p8},
-		{"truncated private key", Input{Text: truncated}, RulePEMPrivateKey, Medium, strings.TrimPrefix(truncated, "-----BEGIN EC PRIVATE KEY-----")},
+		{"truncated private key", Input{Text: truncated}, RulePEMPrivateKey, High, strings.TrimPrefix(truncated, "-----BEGIN EC PRIVATE KEY-----")},
+		// The last lines of a key file (a tail): no BEGIN line.
+		{"private key tail", Input{Text: "log\n" + tailOnly}, RulePEMPrivateKey, High, tailOnly},
 		{"jwt signed", Input{Text: "id_token=" + jwt + "&x=1"}, RuleJWT, High, jwt},
 		{"jwt unsigned", Input{Text: "t " + jwtNone + " "}, RuleJWT, Medium, jwtNone},
 		{"url credentials", Input{Text: "DATABASE_URL=postgres://app:Xk9!mQ2v-77@db.internal:5432/app"}, RuleURLCredentials, High, "Xk9!mQ2v-77"},

@@ -26,11 +26,11 @@ var testTokens = []struct {
 	confidence scan.Confidence
 	toolOnly   bool
 }{
-	{regexp.MustCompile(`SECRET-[A-Z0-9]{8}`), "test-secret", scan.ClassSecret, scan.High, false},
-	{regexp.MustCompile(`maybe-[a-z]{6}`), "test-weak-secret", scan.ClassSecret, scan.Low, false},
-	{regexp.MustCompile(`PII-[0-9]{4}`), "test-pii", scan.ClassPII, scan.High, false},
-	{regexp.MustCompile(`IGNORE ALL RULES`), "test-injection", scan.ClassInjection, scan.High, false},
-	{regexp.MustCompile(`<IMPORTANT>`), "test-poisoning", scan.ClassPoisoning, scan.High, true},
+	{regexp.MustCompile(`SECRET-[A-Z0-9]{8}`), "github-pat", scan.ClassSecret, scan.High, false},
+	{regexp.MustCompile(`maybe-[a-z]{6}`), "generic-api-key", scan.ClassSecret, scan.Low, false},
+	{regexp.MustCompile(`PII-[0-9]{4}`), "pii-email", scan.ClassPII, scan.High, false},
+	{regexp.MustCompile(`IGNORE ALL RULES`), "injection-ignore-instructions", scan.ClassInjection, scan.High, false},
+	{regexp.MustCompile(`<IMPORTANT>`), "poisoning-hidden-directive", scan.ClassPoisoning, scan.High, true},
 }
 
 func (tokenDetector) Scan(in scan.Input, emit func(scan.Finding)) {
@@ -118,8 +118,8 @@ func TestScanArguments(t *testing.T) {
 		t.Errorf("decision %v rule %v forwarded %v, want redact scanning true", d["decision"], d["matched_rule"], d["forwarded"])
 	}
 	scanRes, _ := json.Marshal(d["argument_scan_result"])
-	for _, w := range []string{`"status":"fail"`, `"rule":"test-secret"`, `"path":"/arguments/token"`, `"action":"redact"`,
-		`"rule":"test-weak-secret"`, `"action":"monitor"`, `"field":"/arguments/token"`, `"replacement":"[REDACTED_SECRET]"`} {
+	for _, w := range []string{`"status":"fail"`, `"rule":"github-pat"`, `"path":"/arguments/token"`, `"action":"redact"`,
+		`"rule":"generic-api-key"`, `"action":"monitor"`, `"field":"/arguments/token"`, `"replacement":"[REDACTED_SECRET]"`} {
 		if !strings.Contains(string(scanRes), w) {
 			t.Errorf("argument_scan_result %s lacks %s", scanRes, w)
 		}
@@ -189,7 +189,7 @@ func TestScanResponseRule(t *testing.T) {
 version: "1"
 scanning:
   suppress:
-    - rule: test-injection
+    - rule: injection-ignore-instructions
       tool: write
       reason: the write tool echoes test phrases
 rules:

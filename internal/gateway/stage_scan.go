@@ -494,18 +494,12 @@ func (s *scanStage) toolFindings(t mcp.Tool, names []policy.Finding) []policy.Fi
 	return fs
 }
 
-// Rules of the findings about tool names (nameFindings).
+// Rules of the findings about tool names (nameFindings); defined in
+// package scan, with every other rule id (scan.RuleIDs).
 const (
-	// RuleLookalikeName: the name holds invisible, bidirectional, tag or
-	// control characters, lookalike letters, mixed scripts or outer white
-	// space (scan.NameLookalike).
-	RuleLookalikeName = "poisoning-lookalike-name"
-	// RuleNameCollision: another tool of the listing has the same
-	// skeleton (scan.Skeleton) under another name.
-	RuleNameCollision = "poisoning-name-collision"
-	// RuleLookalikePolicyName: the name is not a name the policy gives but
-	// has its skeleton: it imitates a tool the policy decides on.
-	RuleLookalikePolicyName = "poisoning-lookalike-policy-name"
+	RuleLookalikeName       = scan.RuleLookalikeName
+	RuleNameCollision       = scan.RuleNameCollision
+	RuleLookalikePolicyName = scan.RuleLookalikePolicyName
 )
 
 // nameFindings returns, per tool name of one listing, the findings about

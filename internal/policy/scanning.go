@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 )
 
 // Finding is one scan finding as the policy sees it (docs/scanning.md):
@@ -262,7 +264,9 @@ func (p *parser) suppressions(seq *yaml.Node) []Suppression {
 	return out
 }
 
-// globField reads a glob pattern value.
+// globField reads a glob pattern value. A rule pattern must match one of
+// the scanner's rule ids (scan.RuleIDs): a misspelled id in an action
+// would never apply, one in a suppression never suppress.
 func (p *parser) globField(e entry, where string) (string, glob, bool) {
 	s, ok := p.str(e, "", where, true)
 	if !ok {
@@ -271,6 +275,10 @@ func (p *parser) globField(e entry, where string) (string, glob, bool) {
 	g, err := compileGlob(s)
 	if err != nil {
 		p.errorf(e.val.Line, "", "%sinvalid %s pattern %q: %v", where, e.key.Value, s, err)
+		return "", glob{}, false
+	}
+	if e.key.Value == "rule" && !slices.ContainsFunc(scan.RuleIDs(), g.match) {
+		p.errorf(e.val.Line, "", "%srule %q matches no rule id of the scanner (the ids are in the findings of docs/scanning.md and in every record; a glob such as \"aws-*\" matches several)", where, s)
 		return "", glob{}, false
 	}
 	return s, g, true

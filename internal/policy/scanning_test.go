@@ -96,6 +96,9 @@ func TestScanningErrors(t *testing.T) {
 		{"scanning:\n  suppress:\n    - rule: x", "missing reason"},
 		{"scanning:\n  suppress:\n    - path: content/0/text\n      reason: r", `path "content/0/text" must start with "/"`},
 		{"scanning:\n  colour: red", `unknown key "colour"`},
+		{"scanning:\n  actions:\n    - rule: aws-acces-token\n      action: deny", `rule "aws-acces-token" matches no rule id of the scanner`},
+		{"scanning:\n  suppress:\n    - rule: generic-api-kye\n      reason: r", `rule "generic-api-kye" matches no rule id`},
+		{"scanning:\n  actions:\n    - rule: nosuch-*\n      action: deny", `rule "nosuch-*" matches no rule id`},
 	} {
 		_, err := Parse("p.yaml", []byte("name: p\nversion: '1'\n"+c.body+"\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -243,3 +243,15 @@ rules:
 		t.Errorf("built-in policy warnings %q", w)
 	}
 }
+
+// TestLookalikeInvisibleLetters: a tag character or a braille blank
+// inside a name does not make it another name (an adversarial review
+// found both allowed past a deny rule).
+func TestLookalikeInvisibleLetters(t *testing.T) {
+	p := mustParse(t, "name: p\nversion: '1'\nrules:\n  - id: no_write\n    tools: [\"write_file\"]\n    action: deny\n    reason: r\n")
+	for _, n := range []string{"write\U000E0041_file", "write\u2800_file", "write_file\U000E007F"} {
+		if d := p.Evaluate(&Input{Tool: Tool{Name: n}}); d.Rule != "no_write" {
+			t.Errorf("%q: rule %s, want no_write", n, d.Rule)
+		}
+	}
+}

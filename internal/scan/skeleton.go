@@ -22,6 +22,17 @@ import (
 // skeleton of the name it gives, and two tools of one tools/list result
 // whose skeletons collide are flagged.
 func Skeleton(name string) string {
+	// In a name, tag characters and blank-looking letters (U+2800
+	// BRAILLE PATTERN BLANK) are removed, not decoded: the view decodes
+	// tags to ASCII for injection rules, which would turn
+	// "write<TAG A>_file" into "writea_file", another name than the one
+	// it imitates.
+	name = strings.Map(func(r rune) rune {
+		if r >= 0xe0000 && r <= 0xe007f || r == 0x2800 {
+			return -1
+		}
+		return r
+	}, name)
 	v := newView(norm.NFKC.String(name))
 	var b strings.Builder
 	b.Grow(len(v.text))
@@ -65,7 +76,7 @@ func NameLookalike(name string) []string {
 		case r >= 0xe0000 && r <= 0xe007f:
 			add("tag characters")
 			continue
-		case r == 0x200c || r == 0x200d || (r >= 0xfe00 && r <= 0xfe0f):
+		case r == 0x200c || r == 0x200d || (r >= 0xfe00 && r <= 0xfe0f) || r == 0x2800:
 			add("invisible characters")
 			continue
 		case r < 0x20 || (r >= 0x7f && r < 0xa0):

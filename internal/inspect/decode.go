@@ -124,6 +124,9 @@ func decodePercent(dst, t []byte) ([]byte, bool) {
 
 // looksText reports whether d (valid UTF-8) is text: no C0 control
 // characters other than tab, newline and carriage return, and no DEL.
+// looksText reports whether decoded bytes are text: no control
+// characters but tab, LF and CR (bytes of another charset or invalid UTF-8
+// count as text: a Latin-1 .env file is still scanned).
 func looksText(d []byte) bool {
 	for _, c := range d {
 		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
@@ -133,16 +136,35 @@ func looksText(d []byte) bool {
 	return true
 }
 
-// textualMIME reports whether a resource's mimeType names text: text/*,
-// JSON, XML, YAML, JavaScript, form data and the +json / +xml structured
-// syntax suffixes (RFC 6839). Parameters (";charset=...") are ignored.
 // mediaMIME reports whether m is an image, audio or video type (a blob of
-// that type is not scanned).
+// that type is not scanned, when it is base64).
 func mediaMIME(m string) bool {
 	m = strings.ToLower(strings.TrimSpace(m))
 	return strings.HasPrefix(m, "image/") || strings.HasPrefix(m, "audio/") || strings.HasPrefix(m, "video/")
 }
 
+// plainBase64 reports whether b (a string token's content) is standard
+// base64 as MCP's image, audio and blob data are: only the alphabet and
+// '=' padding, no escapes or white space, a length that is a multiple of
+// 4. Data that is not is text, whatever its object says, and is scanned.
+func plainBase64(b []byte) bool {
+	if len(b)%4 != 0 {
+		return false
+	}
+	for i, c := range b {
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '+', c == '/':
+		case c == '=' && i >= len(b)-2:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// textualMIME reports whether a resource's mimeType names text: text/*,
+// JSON, XML, YAML, JavaScript, form data and the +json / +xml structured
+// syntax suffixes (RFC 6839). Parameters (";charset=...") are ignored.
 func textualMIME(m string) bool {
 	if i := strings.IndexByte(m, ';'); i >= 0 {
 		m = m[:i]

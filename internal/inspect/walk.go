@@ -285,8 +285,8 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 				// Walked now when the type is known, else after the
 				// members (findings stay in document order when they can).
 				switch {
-				case typSeen && (typ == "image" || typ == "audio"):
-					deferred = true // not scanned
+				case typSeen && (typ == "image" || typ == "audio") && !vesc && plainBase64(b[cs:ce]):
+					deferred = true // media bytes: not scanned
 				case !typSeen:
 					dataS, dataE, dataEsc, deferred = cs, ce, vesc, true
 				}
@@ -335,7 +335,7 @@ func (w *walker) object(b []byte, i, depth int) (int, error) {
 		}
 		return i, w.syntax(i, "',' or '}' expected")
 	}
-	if dataS >= 0 && typ != "image" && typ != "audio" {
+	if dataS >= 0 && (typ != "image" && typ != "audio" || dataEsc || !plainBase64(b[dataS:dataE])) {
 		w.push(seg{name: "data", idx: -1})
 		err := w.leaf(b, dataS, dataE, dataEsc, "data", depth)
 		w.pop()
@@ -521,7 +521,7 @@ func (w *walker) blob(b []byte, cs, ce int, esc bool, mime string, hasMime bool)
 		return nil
 	}
 	textual := textualMIME(mime)
-	if hasMime && mediaMIME(mime) {
+	if hasMime && mediaMIME(mime) && !esc && plainBase64(b[cs:ce]) {
 		// Image, audio and video bytes are not text to scan. Any other
 		// declared type is only the server's word: a text file served
 		// as application/octet-stream (server-filesystem's
@@ -550,18 +550,16 @@ func (w *walker) blob(b []byte, cs, ce int, esc bool, mime string, hasMime bool)
 	enc, d, ok := decodeBase64(w.bufs[L+1][:0], t)
 	if ok {
 		w.bufs[L+1] = d
-		if utf8.Valid(d) && (textual || looksText(d)) {
+		if textual || looksText(d) {
 			return w.visitLayer(L, layer{kind: layerBlob, enc: enc, end: int32(len(t))}, d, "blob")
 		}
 		return nil
 	}
-	if textual {
-		if err := w.spend(len(t)); err != nil {
-			return err
-		}
-		return w.visit(view(t), "blob")
+	// Not base64: whatever the type says, it is text.
+	if err := w.spend(len(t)); err != nil {
+		return err
 	}
-	return nil
+	return w.visit(view(t), "blob")
 }
 
 // syntax returns the error for malformed JSON at b offset i of the current

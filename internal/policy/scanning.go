@@ -346,6 +346,9 @@ func (p *Policy) Warnings(scanOff bool) []string {
 			}
 		}
 	}
+	if len(s.Actions) == 0 && (s.Arguments || s.Responses) {
+		out = append(out, "scanning.actions is empty: every finding is allowed (recorded, never redacted or refused); leave the key out for the built-in actions")
+	}
 	for i, a := range s.Actions {
 		if a.Class == "" && a.Confidence == "" && a.Rule == "" && a.Where == "" && i < len(s.Actions)-1 {
 			out = append(out, fmt.Sprintf("scanning.actions: the entry at line %d matches every finding: the %d after it are never reached", a.line, len(s.Actions)-1-i))

@@ -239,6 +239,9 @@ rules:
 	if off := strings.Join(p.Warnings(true), "\n"); !strings.Contains(off, "rule pii_out reads argument_scan, but --no-scan") {
 		t.Errorf("--no-scan warnings %q", off)
 	}
+	if w := mustParse(t, "name: p\nversion: '1'\nscanning:\n  actions: []\n").Warnings(false); len(w) != 1 || !strings.Contains(w[0], "scanning.actions is empty") {
+		t.Errorf("empty actions: warnings %q", w)
+	}
 	if w := Default().Warnings(false); len(w) != 0 {
 		t.Errorf("built-in policy warnings %q", w)
 	}

@@ -182,6 +182,13 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		warnings = append(warnings, "input_hash not computed: "+errorClass(err))
 	}
 	argKeys, _ := evidence.ArgumentKeys(c.Arguments)
+	for i, k := range argKeys {
+		if c.SecretNames[k] {
+			// A secret used as an argument name: the record keeps that
+			// there was such a key, not the key.
+			argKeys[i] = "[REDACTED_NAME]"
+		}
+	}
 	// What depends only on the tool definition (declaration, schema and
 	// description hashes, normalized intent) is computed once per
 	// definition.

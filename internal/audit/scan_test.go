@@ -58,3 +58,20 @@ func TestScanResultsInRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretArgumentNameNotInKeys: an argument name the scan found a
+// secret in is listed as [REDACTED_NAME] in argument_keys.
+func TestSecretArgumentNameNotInKeys(t *testing.T) {
+	led := &memLedger{}
+	r, _ := New(Config{Ledger: led})
+	c := call(true)
+	c.Arguments = []byte(`{"path":"/a","AKIAZ7QRSTUVWX2YB4CD":"x"}`)
+	c.SecretNames = map[string]bool{"AKIAZ7QRSTUVWX2YB4CD": true}
+	if err := r.Decided(c)(); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := json.Marshal(led.payload(t, KindGatewayDecision, 0))
+	if strings.Contains(string(d), "AKIAZ7") || !strings.Contains(string(d), `"[REDACTED_NAME]"`) {
+		t.Errorf("decision record %s", d)
+	}
+}

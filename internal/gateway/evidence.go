@@ -85,6 +85,10 @@ type Call struct {
 	// ArgumentScan is the scan of the arguments (findings, the scan's
 	// action, redaction records), nil when no scanner is configured.
 	ArgumentScan *evidence.ScanResult
+	// SecretNames are argument names in which the scan found something
+	// (unescaped): the decision record must not list them in
+	// argument_keys as they are.
+	SecretNames map[string]bool
 	// ResponseScan is the scan of the response, set before Responded; nil
 	// when no scanner is configured. ResponseVerdict is the response's
 	// verdict when it is not allow (a redaction, a withheld response):

@@ -420,3 +420,21 @@ func TestScanMemberNames(t *testing.T) {
 		t.Errorf("client got %s, want the response withheld", got)
 	}
 }
+
+// TestScanSecretNameNotInRecords: a secret used as a member name is not
+// written by the path of its own finding (an adversarial review found it
+// whole in the decision log and the ledger).
+func TestScanSecretNameNotInRecords(t *testing.T) {
+	r, dl := scanRig(t, "")
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"SECRET-NAMEKEY1":{"a":"SECRET-VALUEKY1"}}}}`)
+	if got := r.recv(); !strings.Contains(got, `"code":-32080`) {
+		t.Fatalf("client got %s, want the call refused", got)
+	}
+	raw, _ := os.ReadFile(dl)
+	if strings.Contains(string(raw), "NAMEKEY1") || strings.Contains(string(raw), "VALUEKY1") {
+		t.Errorf("the decision log holds the secret name or value:\n%s", raw)
+	}
+	if !strings.Contains(string(raw), `/arguments/[REDACTED_NAME]`) {
+		t.Errorf("the decision log does not show the masked path:\n%s", raw)
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
@@ -59,6 +60,12 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		Decision: st.decision, Forwarded: st.allowed, DecisionEventID: st.eventID, Received: c.Received,
 	}
 	call.ArgumentScan = st.argumentScanResult(s.scanning)
+	if st.argScan != nil && st.argScan.secretNames != nil {
+		call.SecretNames = map[string]bool{}
+		for n := range st.argScan.secretNames {
+			call.SecretNames[strings.NewReplacer("~1", "/", "~0", "~").Replace(n)] = true
+		}
+	}
 	wait := s.evidence.Decided(call)
 	call.Arguments, call.Meta = nil, nil // only valid during Decided
 	st.evCall = call

@@ -68,6 +68,11 @@ type scanOutcome struct {
 	// prefix is the part of the message the document is ("/arguments",
 	// "/result", "/error", "/params").
 	prefix string
+	// secretNames are the member names (RFC 6901 escaped reference
+	// tokens) in which a finding was made: masked in every path the
+	// records keep (maskNames), and in the decision record's
+	// argument_keys.
+	secretNames map[string]bool
 }
 
 // newScanOutcome returns an outcome of status with its own result and
@@ -122,6 +127,12 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 			// refused instead.
 			act = policy.ActionDeny
 		}
+		if f.InName() {
+			if o.secretNames == nil {
+				o.secretNames = map[string]bool{}
+			}
+			o.secretNames[f.Path[strings.LastIndexByte(f.Path, '/')+1:]] = true
+		}
 		o.findings = append(o.findings, f)
 		o.actions = append(o.actions, act)
 		o.view.Findings = append(o.view.Findings, pf)
@@ -131,6 +142,11 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 		})
 		if severity(act) > severity(o.action) {
 			o.action = act
+		}
+	}
+	if o.secretNames != nil {
+		for i := range o.result.Findings {
+			o.result.Findings[i].Path = maskNames(o.result.Findings[i].Path, o.secretNames)
 		}
 	}
 	if o.action == "" {
@@ -146,6 +162,26 @@ func (s *scanStage) inspectDoc(doc []byte, prefix, tool, server, where string) *
 	}
 	o.result.Action = string(o.action)
 	return o
+}
+
+// maskedName stands in the records for a member name that holds a
+// finding.
+const maskedName = "[REDACTED_NAME]"
+
+// maskNames replaces, in the RFC 6901 pointer p, every reference token
+// that is one of names with maskedName: a secret used as a member name
+// must not be written by the path of its own finding (or of one under it).
+func maskNames(p string, names map[string]bool) string {
+	if len(names) == 0 {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, sg := range segs {
+		if i > 0 && names[sg] {
+			segs[i] = maskedName
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // policyFinding is f as policy conditions and the scanning block see it.
@@ -190,7 +226,7 @@ func (o *scanOutcome) redact(doc []byte, all bool) ([]byte, error) {
 	}
 	for _, r := range recs {
 		o.result.Redactions = append(o.result.Redactions, evidence.Redaction{
-			Field: o.prefix + r.Field, Class: r.Class, Method: r.Method, Replacement: r.Replacement,
+			Field: maskNames(o.prefix+r.Field, o.secretNames), Class: r.Class, Method: r.Method, Replacement: r.Replacement,
 		})
 	}
 	return out, nil
@@ -474,8 +510,13 @@ func (s *scanStage) toolFindings(t mcp.Tool, names []policy.Finding) []policy.Fi
 				continue
 			}
 			fs = append(fs, pf)
+			path := f.Path
+			if f.InName() {
+				// A secret as a property name: not written by its path.
+				path = maskNames(path, map[string]bool{path[strings.LastIndexByte(path, '/')+1:]: true})
+			}
 			o.result.Findings = append(o.result.Findings, evidence.ScanFinding{Rule: f.Rule, Class: string(f.Class),
-				Confidence: string(f.Confidence), Path: f.Path, Excerpt: safeExcerpt(f.Excerpt), Action: string(policy.ActionMonitor)})
+				Confidence: string(f.Confidence), Path: path, Excerpt: safeExcerpt(f.Excerpt), Action: string(policy.ActionMonitor)})
 		}
 	}
 	if len(fs) > 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/strictjson"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
@@ -110,7 +111,7 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 				// it: the gateway's own tools/list may go too.
 				s.initialized.Store(true)
 			}
-			return true, nil, nil
+			return s.scanClientMessage(line, m, nil)
 		}
 		if inBatch && m.Method == mcp.MethodInitialize {
 			// Lifecycle (2025-03-26, the only revision with batches):
@@ -131,7 +132,7 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 			s.record("client", "request id already in flight", jsonrpc.CodeInvalidRequest, len(m.Raw), m.ID)
 			return false, errorFrame(m.ID, jsonrpc.CodeInvalidRequest, "gatehouse: request id "+m.ID.String()+" is already in flight", nil), nil
 		}
-		return true, nil, nil
+		return s.scanClientMessage(line, m, p)
 	case jsonrpc.KindResponse:
 		s.mu.Lock()
 		method, ok := s.pendingS2C[m.ID.Key()]
@@ -157,6 +158,33 @@ func (s *Session) clientMessage(line []byte, m *jsonrpc.Message, inBatch bool) (
 		return true, nil, nil
 	}
 	return false, nil, nil
+}
+
+// scanClientMessage scans a client request (slot: its pending entry) or
+// notification (slot nil) other than tools/call (Session.scanMessage)
+// and says what clientMessage says: forward it as it is, answer it (a
+// withheld request, its pending entry released), or neither (a dropped
+// notification, or a rewritten message relayed here, in order).
+func (s *Session) scanClientMessage(line []byte, m *jsonrpc.Message, slot *pending) (bool, []byte, error) {
+	if s.scan == nil {
+		return true, nil, nil
+	}
+	out, answer := s.scanMessage(dirClientToServer, m, line, m.Method)
+	switch {
+	case out == nil:
+		if slot != nil {
+			s.release(m.ID, slot)
+		}
+		return false, answer, nil
+	case line != nil && &out[0] != &line[0]:
+		var ready pipeline.Ready
+		if slot != nil {
+			key := m.ID.Key()
+			ready = func() (bool, []byte) { return !s.cancelledKey(key, slot), nil }
+		}
+		return false, nil, s.relayToServer(out, ready)
+	}
+	return true, nil, nil
 }
 
 // addPending registers a client request; false when its id is in flight.

@@ -16,50 +16,56 @@ const (
 	dirClientToServer = "client_to_server"
 )
 
-// scannedMethods are the methods whose messages are scanned besides
-// tools/call (docs/scanning.md, "What is scanned"): the server's
-// notifications/progress and notifications/message, its
-// sampling/createMessage and elicitation/create requests, and the client's
-// answers to those requests.
-var scannedMethods = map[string]bool{
-	mcp.MethodProgress:       true,
-	"notifications/message":  true,
-	"sampling/createMessage": true,
-	"elicitation/create":     true,
+// unscanned are the methods whose messages scanMessage leaves alone:
+// the lifecycle (initialize and its answer, the initialized
+// notification) and tools/list, whose definitions are scanned when they
+// are catalogued (scanStage.toolFindings) and flagged, not rewritten.
+var unscanned = map[string]bool{
+	mcp.MethodInitialize:  true,
+	mcp.MethodInitialized: true,
+	mcp.MethodToolsList:   true,
 }
 
 // scanMessage scans one message that is not a tools/call request or
-// response: a server notification or request of scannedMethods
-// (dir dirServerToClient; its params), or the client's answer to such a
-// request (dirClientToServer; method is the request's; its result or
-// error). frame is the message's whole line, nil for a batch member.
+// response (docs/scanning.md, "What is scanned, and where"): any server
+// notification, request or response to a client request (dir
+// dirServerToClient), and any client notification, request or answer to a
+// server request (dirClientToServer); method is the message's, or for a
+// response its request's. A request's or notification's params are
+// scanned, a response's result or error. frame is the message's whole
+// line, nil for a batch member.
 //
 // It returns the bytes to relay: frame itself when nothing is to change,
 // a rewritten frame (redact), or nil when the message is withheld (deny,
-// or a redaction inside a batch, which cannot be re-joined); answer is
-// the error response the gateway sends the server instead of a withheld
-// request's answer or for a withheld server request, nil otherwise.
-// Findings are recorded in a gatehouse.scan.v1 event.
+// or a redaction inside a batch, which cannot be re-joined); answer is the
+// error response the gateway sends instead, nil for a notification: for a
+// withheld request to its sender (the request's id), for a withheld
+// response to its receiver (who waits for it). Findings are recorded in a
+// gatehouse.scan.v1 event.
 func (s *Session) scanMessage(dir string, m *jsonrpc.Message, frame []byte, method string) (out, answer []byte) {
 	out = frame
 	if out == nil {
 		out = m.Raw
 	}
 	sc := s.scan
-	if sc == nil || !scannedMethods[method] {
+	if sc == nil || unscanned[method] {
 		return out, nil
 	}
-	doc, prefix, where := m.Params, "/params", policy.WhereResponse
+	where := policy.WhereResponse
 	if dir == dirClientToServer {
+		where = policy.WhereArguments
 		if !sc.settings.Arguments {
 			return out, nil
 		}
-		doc, prefix, where = m.Result, "/result", policy.WhereArguments
+	} else if !sc.settings.Responses {
+		return out, nil
+	}
+	doc, prefix := m.Params, "/params"
+	if m.Kind == jsonrpc.KindResponse {
+		doc, prefix = m.Result, "/result"
 		if doc == nil {
 			doc, prefix = m.Error, "/error"
 		}
-	} else if !sc.settings.Responses {
-		return out, nil
 	}
 	if len(doc) == 0 {
 		return out, nil
@@ -85,14 +91,20 @@ func (s *Session) scanMessage(dir string, m *jsonrpc.Message, frame []byte, meth
 	if withhold {
 		action, out = string(policy.ActionDeny), nil
 		o.result.Action = action
-		switch {
-		case dir == dirServerToClient && m.Kind == jsonrpc.KindRequest:
-			s.mu.Lock()
-			delete(s.pendingS2C, m.ID.Key())
-			s.mu.Unlock()
+		switch m.Kind {
+		case jsonrpc.KindRequest:
+			if dir == dirServerToClient {
+				s.mu.Lock()
+				delete(s.pendingS2C, m.ID.Key())
+				s.mu.Unlock()
+			}
 			answer = errorFrame(m.ID, CodeWithheld, "gatehouse: "+method+" withheld: "+reason, nil)
-		case dir == dirClientToServer:
-			answer = errorFrame(m.ID, CodeWithheld, "gatehouse: the client's answer to "+method+" was withheld: "+reason, nil)
+		case jsonrpc.KindResponse:
+			who := "the server's"
+			if dir == dirClientToServer {
+				who = "the client's"
+			}
+			answer = errorFrame(m.ID, CodeWithheld, "gatehouse: "+who+" answer to "+method+" was withheld: "+reason, nil)
 		}
 		s.stats.Dropped.Add(1)
 	}

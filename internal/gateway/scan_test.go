@@ -438,3 +438,39 @@ func TestScanSecretNameNotInRecords(t *testing.T) {
 		t.Errorf("the decision log does not show the masked path:\n%s", raw)
 	}
 }
+
+// TestScanEveryMessage: messages outside tools/call are scanned too (an
+// adversarial review found resources/read answers, other notifications,
+// and client requests relayed unscanned): a resources/read result and a
+// notifications/resources/updated are redacted toward the client, a
+// prompts/get request's arguments toward the server, and a completion
+// answer under a deny action is replaced by -32082 for the client.
+func TestScanEveryMessage(t *testing.T) {
+	r, _ := scanRig(t, `scanning:
+  actions:
+    - class: secret
+      action: redact
+    - class: pii
+      action: deny
+`)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///.env"}}`)
+	r.got()
+	r.serve(`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"file:///.env","text":"K=SECRET-RESREAD1"}]}}`)
+	if got := r.recv(); strings.Contains(got, "SECRET-") || !strings.Contains(got, `"text":"K=[REDACTED_SECRET]"`) {
+		t.Errorf("resources/read answer: client got %s", got)
+	}
+	r.serve(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"s3://SECRET-NOTIFYX1"}}`)
+	if got := r.recv(); strings.Contains(got, "SECRET-") {
+		t.Errorf("resources/updated: client got %s", got)
+	}
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p","arguments":{"token":"SECRET-PROMPTS1"}}}`)
+	if got := r.got(); strings.Contains(got, "SECRET-") || !strings.Contains(got, `"token":"[REDACTED_SECRET]"`) {
+		t.Errorf("prompts/get: server got %s", got)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"x"}}}`)
+	r.got()
+	r.serve(`{"jsonrpc":"2.0","id":3,"result":{"completion":{"values":["PII-4321"]}}}`)
+	if got := r.recv(); !strings.Contains(got, `"id":3`) || !strings.Contains(got, `"code":-32082`) || strings.Contains(got, "PII-4321") {
+		t.Errorf("withheld completion: client got %s", got)
+	}
+}

@@ -160,6 +160,22 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			})
 			return false
 		}
+		if s.scan != nil {
+			// The answer to any other client request (resources/read,
+			// prompts/get, completion/complete, ...) is scanned like a
+			// tools/call result.
+			out, answer := s.scanMessage(dirServerToClient, m, frame, p.method)
+			switch {
+			case out == nil:
+				if answer != nil {
+					_ = s.relayToClient(answer, nil)
+				}
+				return false
+			case frame != nil && &out[0] != &frame[0]:
+				_ = s.relayToClient(out, nil)
+				return false
+			}
+		}
 		if m.Result != nil {
 			switch p.method {
 			case mcp.MethodInitialize:

@@ -218,6 +218,11 @@ func (o *scanOutcome) redact(doc []byte, all bool) ([]byte, error) {
 	// of the kept findings.
 	keep := map[inspect.Finding]bool{}
 	for i := range selected {
+		if o.findings[i].InName() {
+			// A name is never rewritten: redacting everything cannot
+			// be done, and the caller refuses instead.
+			return nil, fmt.Errorf("a member name holds a finding")
+		}
 		keep[o.findings[i]] = true
 	}
 	out, recs, err := o.report.Redact(doc, func(f inspect.Finding) bool { return keep[f] })
@@ -343,6 +348,10 @@ func scanReason(where string, o *scanOutcome) string {
 			seen[k] = true
 			parts = append(parts, k)
 		}
+	}
+	if len(parts) == 0 {
+		// Truncated: denied for the findings past the cap.
+		return "the " + where + " " + verb + " more findings than a scan keeps; refused (fail closed)"
 	}
 	return "the " + where + " " + verb + " " + strings.Join(parts, ", ") + ": " + string(o.action) + " by scanning.actions"
 }

@@ -55,7 +55,7 @@ func TestScanCostNoFinding(t *testing.T) {
 		o.result.Action != "allow" || o.report == nil || o.prefix != "/arguments" {
 		t.Fatalf("outcome %+v, result %+v, view %+v", o, o.result, o.view)
 	}
-	if allocs > 2 {
+	if allocs > 2 && !raceEnabled {
 		t.Errorf("inspectDoc of a document without findings: %v allocations, want at most 2", allocs)
 	}
 	if a := testing.AllocsPerRun(200, func() { _ = scanJSON(o.result) }); a != 0 {

@@ -115,6 +115,9 @@ func trimForLog(s string) string {
 // TestScanSmallNoAlloc: a short benign string (most string leaves of a
 // result) is scanned without allocating: per-string state is pooled.
 func TestScanSmallNoAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items: allocation counts are not stable")
+	}
 	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -535,26 +535,13 @@ func (f *secretFamily) own(sc *secretScratch, text string, det int32, start, end
 // start: "-----BEGIN <label>-----", the label ending in "PRIVATE KEY"
 // (or "PRIVATE KEY BLOCK"), a body of at least 64 base64 characters and
 // the matching END line within 64 KiB. The span is the whole block; a
-// block without its END line is Medium and spans the body.
+// block without its END line (a head of the file) is High too and spans
+// the body.
 func pemBlock(text string, start int) (Finding, bool) {
-	const begin = "-----BEGIN "
-	if !strings.HasPrefix(text[start:], begin) {
+	label, rule, bodyStart, ok := keyLine(text, start, "-----BEGIN ")
+	if !ok {
 		return Finding{}, false
 	}
-	rest := text[start+len(begin):]
-	i := strings.Index(rest[:min(len(rest), 80)], "-----")
-	if i < 0 {
-		return Finding{}, false
-	}
-	label := rest[:i]
-	if !strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
-		return Finding{}, false
-	}
-	rule := RulePEMPrivateKey
-	if label == "OPENSSH PRIVATE KEY" {
-		rule = RuleOpenSSHPrivateKey
-	}
-	bodyStart := start + len(begin) + i + 5
 	end := "-----END " + label + "-----"
 	lim := min(len(text), bodyStart+64<<10)
 	j := strings.Index(text[bodyStart:lim], end)
@@ -583,28 +570,39 @@ func pemBlock(text string, start int) (Finding, bool) {
 	return Finding{Rule: rule, Confidence: High, Start: start, End: bodyEnd + len(end)}, true
 }
 
+// keyLine reads a private key's BEGIN or END line at start (intro is
+// "-----BEGIN " or "-----END "): its label, which must end in "PRIVATE
+// KEY" (or "PRIVATE KEY BLOCK"), the rule it is a finding of, and the
+// offset after the line's closing "-----".
+func keyLine(text string, start int, intro string) (label, rule string, end int, ok bool) {
+	if !strings.HasPrefix(text[start:], intro) {
+		return "", "", 0, false
+	}
+	rest := text[start+len(intro):]
+	i := strings.Index(rest[:min(len(rest), 80)], "-----")
+	if i < 0 {
+		return "", "", 0, false
+	}
+	label = rest[:i]
+	if !strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
+		return "", "", 0, false
+	}
+	rule = RulePEMPrivateKey
+	if label == "OPENSSH PRIVATE KEY" {
+		rule = RuleOpenSSHPrivateKey
+	}
+	return label, rule, start + len(intro) + i + 5, true
+}
+
 // pemTail matches the end of a private key block whose BEGIN line is
 // missing (the last lines of a key file, read with a tail): at least 64
 // base64 characters, over lines, right before "-----END <label>-----" with
 // a label ending in "PRIVATE KEY". The span is the body and the END line;
 // it is high: key material, whatever part of it.
 func pemTail(text string, start int) (Finding, bool) {
-	const endLine = "-----END "
-	if !strings.HasPrefix(text[start:], endLine) {
+	_, rule, lineEnd, ok := keyLine(text, start, "-----END ")
+	if !ok {
 		return Finding{}, false
-	}
-	rest := text[start+len(endLine):]
-	i := strings.Index(rest[:min(len(rest), 80)], "-----")
-	if i < 0 {
-		return Finding{}, false
-	}
-	label := rest[:i]
-	if !strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
-		return Finding{}, false
-	}
-	rule := RulePEMPrivateKey
-	if label == "OPENSSH PRIVATE KEY" {
-		rule = RuleOpenSSHPrivateKey
 	}
 	// Walk back line by line: the line right above END may be short,
 	// every other body line is a full one (40 or more base64
@@ -628,7 +626,7 @@ func pemTail(text string, start int) (Finding, bool) {
 	if n < 64 {
 		return Finding{}, false
 	}
-	return Finding{Rule: rule, Confidence: High, Start: k, End: start + len(endLine) + i + 5}, true
+	return Finding{Rule: rule, Confidence: High, Start: k, End: lineEnd}, true
 }
 
 func isB64(c byte) bool {

@@ -233,8 +233,15 @@ func TestRedactMemory(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		ratio := float64(len(doc)+int(after.TotalAlloc-before.TotalAlloc)) / float64(len(doc))
 		t.Logf("line padding %d: peak-x %.2f", tc.pad, ratio)
-		if ratio > tc.limit {
-			t.Errorf("line padding %d: peak-x %.2f > %.0f", tc.pad, ratio, tc.limit)
+		limit := tc.limit
+		if raceEnabled {
+			// The race detector drops sync.Pool items at random: a
+			// pooled buffer of the document's size may be allocated
+			// again (seen: +1.0x in CI).
+			limit++
+		}
+		if ratio > limit {
+			t.Errorf("line padding %d: peak-x %.2f > %.1f", tc.pad, ratio, limit)
 		}
 		if bytes.Contains(out, []byte("SECRET-")) || len(recs) != 2 || recs[0].Method != "pattern" || recs[1].Method != "consistent" {
 			t.Errorf("not every secret redacted, or records %v", recs)

@@ -1,0 +1,239 @@
+// Package drift compares MCP tool definitions with their approved
+// baselines (shared/spec/evidence.md §7; docs/drift.md): the canonical
+// definition and its hash, the classification of every change between two
+// definitions of one tool and between two listings of one server, each
+// change with a kind, a severity and an action.
+//
+// It is pure: no I/O, no clock, no state. The gateway (internal/gateway)
+// calls it on every tools/list page and list_changed refresh; the review
+// commands (gatehouse tools diff) call it to show a diff.
+package drift
+
+import (
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+)
+
+// Severity orders drift results: None < Minor < Moderate < High < Critical
+// (evidence.md §7).
+type Severity uint8
+
+// Severities.
+const (
+	// None: the definitions are the same (equal canonical hashes).
+	None Severity = iota
+	// Minor: a change that adds no capability (a description edit with no
+	// directive, destination or capability; an optional field added).
+	Minor
+	// Moderate: a change of the contract that adds no capability the
+	// normalized intent shows (a type changed, a field removed, a
+	// constraint relaxed), and every change resting only on heuristic
+	// metadata (capped here).
+	Moderate
+	// High: a capability added inside the tool's reach (a write or delete
+	// effect, a side effect escalated to mutating, a sensitive field, a
+	// directive added to the description).
+	High
+	// Critical: the tool reaches outside (externality escalated to
+	// external or third_party, a share effect, an external scope) or
+	// becomes destructive.
+	Critical
+)
+
+// String returns "none", "minor", "moderate", "high" or "critical".
+func (s Severity) String() string {
+	switch s {
+	case Minor:
+		return "minor"
+	case Moderate:
+		return "moderate"
+	case High:
+		return "high"
+	case Critical:
+		return "critical"
+	}
+	return "none"
+}
+
+// ParseSeverity is the inverse of [Severity.String]; ok is false for any
+// other string.
+func ParseSeverity(s string) (sev Severity, ok bool) {
+	for v := None; v <= Critical; v++ {
+		if v.String() == s {
+			return v, true
+		}
+	}
+	return None, false
+}
+
+// Change kinds (evidence.md §7). A kind with a suffix names what was added
+// or escalated: effect_added_<effect>, data_class_added_<class>,
+// scope_added_<scope> (the scope with every byte outside [a-z0-9] mapped
+// to '_': external.share -> external_share), side_effect_escalated_to_<v>,
+// externality_changed_to_<v>.
+const (
+	KindToolAdded           = "tool_added"
+	KindToolRemoved         = "tool_removed"
+	KindToolRenamed         = "tool_renamed"
+	KindTitleChanged        = "title_changed"
+	KindDescriptionChanged  = "description_changed"
+	KindDirectiveAdded      = "description_directive_added"
+	KindFieldAdded          = "field_added"
+	KindFieldRemoved        = "field_removed"
+	KindFieldRenamed        = "field_renamed"
+	KindRequiredAdded       = "required_added"
+	KindRequiredRemoved     = "required_removed"
+	KindTypeChanged         = "type_changed"
+	KindConstraintRelaxed   = "constraint_relaxed"
+	KindConstraintTightened = "constraint_tightened"
+	KindSensitiveFieldAdded = "sensitive_field_added"
+	KindOutputSchemaChanged = "output_schema_changed"
+	KindAnnotationsChanged  = "annotations_changed"
+	KindMetadataDowngraded  = "metadata_downgraded"
+	KindEffectAdded         = "effect_added_"             // + effect
+	KindDataClassAdded      = "data_class_added_"         // + class
+	KindScopeAdded          = "scope_added_"              // + scope
+	KindSideEffectEscalated = "side_effect_escalated_to_" // + side_effect
+	KindExternalityChanged  = "externality_changed_to_"   // + externality
+)
+
+// Change is one classified difference between a baseline and a current
+// definition.
+type Change struct {
+	// Kind is one of the Kind constants (with its suffix where it has one).
+	Kind string `json:"kind"`
+	// Path is the RFC 6901 pointer into the canonical definition of what
+	// changed ("/inputSchema/properties/destination",
+	// "/description"); "" for a change of the normalized intent or of the
+	// whole tool.
+	Path string `json:"path,omitempty"`
+	// Severity is this change's severity, after the heuristic cap.
+	Severity Severity `json:"-"`
+	// Heuristic is true when the change rests only on heuristic metadata
+	// (toolmeta.SourceHeuristic on both sides): its severity is capped at
+	// Moderate.
+	Heuristic bool `json:"heuristic,omitempty"`
+	// From and To are short, display-safe renderings of the old and new
+	// value ("read_only", "mutating"; a type name); "" when not useful.
+	// Never a description's full text.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// Actions a drift severity maps to (the policy vocabulary's names).
+const (
+	ActionAllow      = "allow"
+	ActionMonitor    = "monitor"
+	ActionDeny       = "deny"
+	ActionQuarantine = "quarantine"
+)
+
+// Actions maps each severity above None to an action. The zero value is
+// not usable: start from [DefaultActions].
+type Actions map[Severity]string
+
+// DefaultActions: critical -> quarantine, high -> deny, moderate and minor
+// -> monitor (evidence.md §7).
+func DefaultActions() Actions {
+	return Actions{Critical: ActionQuarantine, High: ActionDeny, Moderate: ActionMonitor, Minor: ActionMonitor}
+}
+
+// Result is the classification of one tool's drift: the evidence's
+// drift_result (evidence.md §6) and the full list behind it.
+type Result struct {
+	// Severity is the highest change severity (None when nothing changed).
+	Severity Severity
+	// Action is Actions[Severity] ("allow" for None).
+	Action string
+	// Changes are every classified change, in a fixed order: tool-level
+	// kinds, then the intent (externality, effects, side effect, data
+	// classes, scopes, metadata), then the schema (in pointer order), then
+	// the description, title, annotations and output schema.
+	Changes []Change
+	// Warnings are short, display-safe sentences for the decision's
+	// warnings ("tool capability drift detected", "external sharing
+	// added"); nil when nothing changed.
+	Warnings []string
+}
+
+// Decisive returns the kinds of the changes at Result.Severity, in
+// Changes order: the drift_result.changes of a decision (docs/drift.md:
+// the changes that decided the severity; the full list is in the
+// gatehouse.drift.v1 event and gatehouse tools diff).
+func (r Result) Decisive() []string {
+	var out []string
+	for _, c := range r.Changes {
+		if c.Severity == r.Severity && r.Severity != None {
+			out = append(out, c.Kind)
+		}
+	}
+	return out
+}
+
+// Options tune [Compare].
+type Options struct {
+	// Actions maps severities to actions; nil means DefaultActions.
+	Actions Actions
+	// Directives, when set, returns the ids of the poisoning findings in a
+	// tool's description (the scanner's tool-poisoning rules): a rule
+	// present in the current definition and absent from the baseline's
+	// is a KindDirectiveAdded change, at least High. Nil: no directive is
+	// ever found, and a description edit is Minor.
+	Directives func(t mcp.Tool) []string
+}
+
+// Compare classifies the drift of tool cur from its baseline base (the
+// same tool name, or a rename the caller established). It never fails: a
+// schema that is not a JSON object is compared as an opaque value
+// (KindTypeChanged at its path when it differs).
+//
+// Compare(base, base, o).Severity is None, and Hash(base) == Hash(cur)
+// implies it.
+func Compare(base, cur mcp.Tool, o Options) Result {
+	panic("drift.Compare: not implemented yet")
+}
+
+// Listing is the drift of a whole tools/list (every page) against the
+// server's baselines.
+type Listing struct {
+	// Changed maps the name of each tool whose definition differs from
+	// its baseline to its Result.
+	Changed map[string]Result
+	// Added are the tools listed with no baseline (and not a rename), in
+	// listing order; Removed the baselines not listed, sorted.
+	Added   []string
+	Removed []string
+	// Renamed maps a new name to the baseline name it replaces: a tool
+	// with no baseline whose definition, name aside, has the same hash as
+	// exactly one removed baseline.
+	Renamed map[string]string
+}
+
+// CompareListing classifies a whole listing against the baselines (name ->
+// definition). A rename is reported in Renamed and not in Added/Removed.
+func CompareListing(baselines map[string]mcp.Tool, listed []mcp.Tool, o Options) Listing {
+	panic("drift.CompareListing: not implemented yet")
+}
+
+// Canonical returns the canonical definition of t (evidence.md §7): an
+// RFC 8785 JSON object of its name, title, description, inputSchema,
+// outputSchema, annotations (as listed, not with defaults) and the
+// security declarations of its _meta (the keys evidence reads:
+// "dev.gatehouse/security", "security", "interlock" and dotted
+// "interlock.*" keys), members absent from t left out. The error says
+// which member cannot be canonicalized (a number beyond what RFC 8785
+// carries exactly, invalid JSON).
+func Canonical(t mcp.Tool) ([]byte, error) {
+	panic("drift.Canonical: not implemented yet")
+}
+
+// Hash returns "sha256:<hex>" of Canonical(t) (evidence.md §3), with
+// Canonical's errors.
+func Hash(t mcp.Tool) (string, error) {
+	panic("drift.Hash: not implemented yet")
+}
+
+// Parse reads a canonical definition (Canonical's output, as stored in a
+// baseline) back into an mcp.Tool with mcp.ParseTool's strictness.
+func Parse(canonical []byte) (mcp.Tool, error) {
+	panic("drift.Parse: not implemented yet")
+}

@@ -50,6 +50,7 @@ const (
 	varReceipt   = "receipt"
 	varArgScan   = "argument_scan"
 	varRespScan  = "response_scan"
+	varDrift     = "drift"
 )
 
 // celEnv is the one environment all conditions compile in. Library versions
@@ -66,6 +67,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable(varReceipt, dynMap),
 		cel.Variable(varArgScan, dynMap),
 		cel.Variable(varRespScan, dynMap),
+		cel.Variable(varDrift, dynMap),
 		ext.Strings(ext.StringsVersion(5)),
 		cel.OptionalTypes(cel.OptionalTypesVersion(2)),
 		cel.CrossTypeNumericComparisons(true),
@@ -89,6 +91,7 @@ var fixedFields = map[string][]string{
 	varReceipt:     {"status", "conflicts"},
 	varArgScan:     {"status", "findings", "classes"},
 	varRespScan:    {"status", "findings", "classes"},
+	varDrift:       {"status", "severity", "action", "changes", "all_changes"},
 	"tool.sources": toolmeta.Fields,
 }
 
@@ -227,6 +230,7 @@ var (
 		"tool.findings":        "list",
 		"argument_scan.status": "string", "argument_scan.findings": "list", "argument_scan.classes": "list",
 		"response_scan.status": "string", "response_scan.findings": "list", "response_scan.classes": "list",
+		"drift.status": "string", "drift.severity": "string", "drift.action": "string", "drift.changes": "list", "drift.all_changes": "list",
 	}
 	fieldValues = map[string][]string{
 		"tool.declared_side_effects": toolmeta.Effects,
@@ -238,6 +242,9 @@ var (
 		"response_scan.status":       ScanStatuses,
 		"argument_scan.classes":      FindingClasses,
 		"response_scan.classes":      FindingClasses,
+		"drift.status":               DriftStatuses,
+		"drift.severity":             DriftSeverities,
+		"drift.action":               {string(ActionAllow), string(ActionMonitor), string(ActionDeny), string(ActionQuarantine)},
 	}
 )
 
@@ -677,6 +684,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return scanMap(a.in.ArgumentScan), true
 	case varRespScan:
 		return scanMap(a.in.ResponseScan), true
+	case varDrift:
+		return driftMap(a.in.Drift), true
 	}
 	return nil, false
 }

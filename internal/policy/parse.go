@@ -69,8 +69,9 @@ func Load(path string) (*Policy, error) {
 // is reported as an [*Error] "policy FILE:LINE: [rule ID: ]message": YAML
 // syntax, an empty file, several YAML documents, unknown or duplicate keys,
 // values of the wrong type, a missing name, version, rule id, action or
-// reason, a malformed or duplicate rule id, an unknown action or mode, the
-// not-yet-supported actions redact and quarantine, a malformed tool pattern,
+// reason, a malformed or duplicate rule id, an unknown action or mode, an
+// action where it has no meaning (redact or quarantine as the default,
+// quarantine in scanning.actions, redact in drift), a malformed tool pattern,
 // and a condition that does not compile or is not of type bool ("condition:
 // <cel error>", on the line of the `when` key).
 func Parse(file string, data []byte) (*Policy, error) {
@@ -277,12 +278,10 @@ func (p *parser) action(e entry, rule, where string) (Action, bool) {
 		return "", false
 	}
 	switch a := Action(s); a {
-	case ActionAllow, ActionDeny, ActionMonitor, ActionRedact:
+	case ActionAllow, ActionDeny, ActionMonitor, ActionRedact, ActionQuarantine:
 		return a, true
-	case ActionQuarantine:
-		p.errorf(e.val.Line, rule, "%saction %q is not supported yet", where, s)
 	default:
-		p.errorf(e.val.Line, rule, "%sinvalid action %q (want allow, deny, monitor or redact)", where, s)
+		p.errorf(e.val.Line, rule, "%sinvalid action %q (want allow, deny, monitor, redact or quarantine)", where, s)
 	}
 	return "", false
 }
@@ -309,8 +308,8 @@ func orList(s []string) string {
 }
 
 func (p *parser) policy(root *yaml.Node) *Policy {
-	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, scanning: DefaultScanning(), lastShadow: -1}
-	f := p.fields(root, "", "", "name", "version", "defaults", "receipts", "scanning", "rules")
+	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, scanning: DefaultScanning(), drift: DefaultDrift(), lastShadow: -1}
+	f := p.fields(root, "", "", "name", "version", "defaults", "receipts", "scanning", "drift", "rules")
 
 	for _, k := range []string{"name", "version"} {
 		e, ok := f[k]
@@ -338,6 +337,10 @@ func (p *parser) policy(root *yaml.Node) *Policy {
 		p.scanningBlock(e.val, pol)
 	}
 
+	if e, ok := f["drift"]; ok && !isNull(e.val) {
+		p.driftBlock(e.val, pol)
+	}
+
 	if e, ok := f["rules"]; ok && !isNull(e.val) {
 		if e.val.Kind != yaml.SequenceNode {
 			p.errorf(e.val.Line, "", "rules must be a list, got %s", kindName(e.val))
@@ -357,11 +360,16 @@ func (p *parser) defaults(n *yaml.Node, pol *Policy) {
 	f := p.fields(n, "", where, "action", "unknown_tool", "deny_response", "on_log_failure")
 	if e, ok := f["action"]; ok {
 		if a, ok := p.action(e, "", where); ok {
-			if a == ActionRedact {
+			switch a {
+			case ActionRedact:
 				// Redact rewrites what a scan found; a default has no
 				// finding to rewrite.
 				p.errorf(e.val.Line, "", "%saction redact is for rules and scanning.actions, not the default (want allow, deny or monitor)", where)
-			} else {
+			case ActionQuarantine:
+				// A default quarantine would hold every tool at its first
+				// call.
+				p.errorf(e.val.Line, "", "%saction quarantine is for rules and drift.actions, not the default (want allow, deny or monitor)", where)
+			default:
 				pol.defaultAction = a
 			}
 		}

@@ -26,13 +26,13 @@ func TestLoadErrors(t *testing.T) {
 		{"missing-name.yaml", ":2: missing name"},
 		{"missing-version.yaml", ":1: missing version"},
 		{"version-not-string.yaml", ":2: version must be a string, got timestamp (quote it)"},
-		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, receipts, scanning, rules)`},
+		{"unknown-top-key.yaml", `:3: unknown key "default" (want one of name, version, defaults, receipts, scanning, drift, rules)`},
 		{"rules-not-list.yaml", ":4: rules must be a list, got mapping"},
 
 		// Defaults.
 		{"unknown-defaults-key.yaml", `:5: defaults: unknown key "unknown_tools" (want one of action, unknown_tool, deny_response, on_log_failure)`},
-		{"bad-default-action.yaml", `:4: defaults: invalid action "permit" (want allow, deny, monitor or redact)`},
-		{"quarantine-default.yaml", `:4: defaults: action "quarantine" is not supported yet`},
+		{"bad-default-action.yaml", `:4: defaults: invalid action "permit" (want allow, deny, monitor, redact or quarantine)`},
+		{"quarantine-default.yaml", `:4: defaults: action quarantine is for rules and drift.actions, not the default (want allow, deny or monitor)`},
 		{"bad-setting.yaml", `:4: defaults: invalid unknown_tool "ask" (want fetch or deny)`},
 
 		// Rules.
@@ -43,7 +43,7 @@ func TestLoadErrors(t *testing.T) {
 		{"invalid-id.yaml", `:4: rule #1: invalid id "no deletes" (want letters, digits, '_', '.' and '-')`},
 		{"reserved-id.yaml", `:4: rule #1: id "default" is reserved for decisions no rule matched`},
 		{"duplicate-id.yaml", ":12: rule no_writes: duplicate id (first defined at line 4)"},
-		{"bad-action.yaml", `:5: rule block_it: invalid action "block" (want allow, deny, monitor or redact)`},
+		{"bad-action.yaml", `:5: rule block_it: invalid action "block" (want allow, deny, monitor, redact or quarantine)`},
 		{"missing-action.yaml", ":4: rule no_action: missing action"},
 		{"missing-reason.yaml", ":4: rule silent: missing reason"},
 		{"bad-mode.yaml", `:7: rule dry: invalid mode "dry_run" (want enforce or shadow)`},
@@ -116,7 +116,7 @@ func TestErrorFields(t *testing.T) {
 	if !errors.As(err, &perr) {
 		t.Fatalf("error %v is not a *Error", err)
 	}
-	want := Error{File: "p.yaml", Line: 5, Rule: "r1", Msg: `invalid action "nope" (want allow, deny, monitor or redact)`}
+	want := Error{File: "p.yaml", Line: 5, Rule: "r1", Msg: `invalid action "nope" (want allow, deny, monitor, redact or quarantine)`}
 	if *perr != want {
 		t.Errorf("got %+v, want %+v", *perr, want)
 	}

@@ -27,11 +27,9 @@ import (
 // Action is what the gateway does with a tools/call (evidence.md §5).
 type Action string
 
-// Actions of the policy vocabulary (evidence.md §5). Only allow, deny and
-// monitor are accepted in policy files today: redact and quarantine are
-// recognized but rejected by [Parse] with a "not supported yet" error, so that
-// a policy written for a later Gatehouse fails loudly instead of being
-// enforced differently.
+// Actions of the policy vocabulary (evidence.md §5). Every one is accepted
+// in rules; defaults.action is allow, deny or monitor; scanning.actions
+// take no quarantine (a finding in one call does not hold a tool).
 const (
 	// ActionAllow forwards the call.
 	ActionAllow Action = "allow"
@@ -39,11 +37,11 @@ const (
 	ActionDeny Action = "deny"
 	// ActionMonitor forwards the call and flags the decision for review.
 	ActionMonitor Action = "monitor"
-	// ActionRedact forwards the call with sensitive values rewritten (not
-	// supported in policy files yet).
+	// ActionRedact forwards the call with the scan's findings rewritten.
 	ActionRedact Action = "redact"
-	// ActionQuarantine holds the tool until a person releases it (not
-	// supported in policy files yet).
+	// ActionQuarantine holds the tool: this call and every later one are
+	// answered by the gateway until a person releases it (gatehouse tools
+	// release; docs/drift.md).
 	ActionQuarantine Action = "quarantine"
 )
 
@@ -243,6 +241,10 @@ type Input struct {
 	// rules ([Policy.EvaluateResponse]): CEL variable `response_scan`,
 	// shaped like argument_scan.
 	ResponseScan *ScanView `json:"response_scan,omitempty"`
+	// Drift is the tool's drift from its approved baseline: CEL variable
+	// `drift` (docs/drift.md). Nil is presented as status unknown,
+	// severity none.
+	Drift *DriftView `json:"drift,omitempty"`
 	// Receipt is what the gateway made of the server's security receipt
 	// for this call: CEL variable `receipt`, read only by receipt rules
 	// ([Policy.EvaluateReceipt]), on the response. Nil is presented as an
@@ -323,6 +325,8 @@ type Policy struct {
 	usesArguments bool
 	// scanning is the scanning block (DefaultScanning when absent).
 	scanning Scanning
+	// drift is the drift block (DefaultDrift when absent).
+	drift Drift
 	// perCall is whether a condition may read `meta` or runs a
 	// comprehension (evaluated under a deadline); with usesArguments it
 	// makes decisions depend on more than the principal, server and tool.
@@ -413,6 +417,7 @@ func Default() *Policy {
 		defaultAction: ActionAllow,
 		settings:      defaultSettings,
 		scanning:      DefaultScanning(),
+		drift:         DefaultDrift(),
 		lastShadow:    -1,
 	}
 }

@@ -202,6 +202,10 @@ func (p *parser) findingActions(seq *yaml.Node) []FindingAction {
 		}
 		if e, has := f["action"]; has {
 			act, aok := p.action(e, "", where)
+			if aok && act == ActionQuarantine {
+				p.errorf(e.val.Line, "", "%saction quarantine holds a tool; a finding in one message does not (want allow, monitor, redact or deny)", where)
+				aok = false
+			}
 			a.Action, ok = act, ok && aok
 		} else {
 			p.errorf(n.Line, "", "%smissing action", where)

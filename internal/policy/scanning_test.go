@@ -90,7 +90,7 @@ func TestScanningErrors(t *testing.T) {
 		{"scanning:\n  actions:\n    - class: secrets\n      action: redact", `invalid class "secrets" (want secret, pii, prompt_injection or tool_poisoning)`},
 		{"scanning:\n  actions:\n    - confidence: sure\n      action: redact", `invalid confidence "sure"`},
 		{"scanning:\n  actions:\n    - class: pii", "missing action"},
-		{"scanning:\n  actions:\n    - action: quarantine", `action "quarantine" is not supported yet`},
+		{"scanning:\n  actions:\n    - action: quarantine", `action quarantine holds a tool; a finding in one message does not`},
 		{"scanning:\n  actions:\n    - rule: '[x'\n      action: deny", `invalid rule pattern "[x"`},
 		{"scanning:\n  suppress:\n    - reason: because", "needs at least one of rule, tool, server or path"},
 		{"scanning:\n  suppress:\n    - rule: x", "missing reason"},

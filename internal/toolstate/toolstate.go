@@ -76,11 +76,14 @@ type Quarantine struct {
 	Automatic bool `json:"automatic"`
 	// Severity and Changes are the drift that caused an automatic
 	// quarantine (as in Observation).
-	Severity string    `json:"severity,omitempty"`
-	Changes  []string  `json:"changes,omitempty"`
-	By       string    `json:"quarantined_by"`
-	Reason   string    `json:"reason"`
-	At       time.Time `json:"quarantined_at"`
+	Severity string   `json:"severity,omitempty"`
+	Changes  []string `json:"changes,omitempty"`
+	By       string   `json:"quarantined_by"`
+	// Rule is the policy rule (or "drift", the drift block's action) that
+	// placed an automatic hold; "" for a hold a person placed.
+	Rule   string    `json:"matched_rule,omitempty"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"quarantined_at"`
 }
 
 // Statuses of a tool ([ToolState.Status]).

@@ -97,7 +97,7 @@ const (
 	// KindMetaChanged: a security member of _meta ([SecurityMetaKeys])
 	// was added, removed or changed (its effect on the intent, if any, is
 	// classified by the intent kinds).
-	KindMetaChanged = "meta_changed"
+	KindMetaChanged         = "meta_changed"
 	KindEffectAdded         = "effect_added_"             // + effect
 	KindDataClassAdded      = "data_class_added_"         // + class
 	KindScopeAdded          = "scope_added_"              // + scope
@@ -210,4 +210,3 @@ type Listing struct {
 	// exactly one removed baseline.
 	Renamed map[string]string
 }
-

@@ -89,6 +89,15 @@ const (
 	KindOutputSchemaChanged = "output_schema_changed"
 	KindAnnotationsChanged  = "annotations_changed"
 	KindMetadataDowngraded  = "metadata_downgraded"
+	// KindSchemaChanged: an inputSchema keyword that none of the kinds
+	// above covers (allOf, $ref, default, a non-numeric bound, ...) was
+	// added, removed or changed; or the schema was added or removed as a
+	// whole.
+	KindSchemaChanged = "schema_changed"
+	// KindMetaChanged: a security member of _meta ([SecurityMetaKeys])
+	// was added, removed or changed (its effect on the intent, if any, is
+	// classified by the intent kinds).
+	KindMetaChanged         = "meta_changed"
 	KindEffectAdded         = "effect_added_"             // + effect
 	KindDataClassAdded      = "data_class_added_"         // + class
 	KindScopeAdded          = "scope_added_"              // + scope
@@ -108,6 +117,10 @@ type Change struct {
 	Path string `json:"path,omitempty"`
 	// Severity is this change's severity, after the heuristic cap.
 	Severity Severity `json:"-"`
+	// Field is the normalized intent field (toolmeta.Fields:
+	// "externality", "declared_side_effects", ...) of a capability change
+	// or of a metadata_downgraded change; "" for every other kind.
+	Field string `json:"field,omitempty"`
 	// Heuristic is true when the change rests only on heuristic metadata
 	// (toolmeta.SourceHeuristic on both sides): its severity is capped at
 	// Moderate.
@@ -181,22 +194,12 @@ type Options struct {
 	Directives func(t mcp.Tool) []string
 }
 
-// Compare classifies the drift of tool cur from its baseline base (the
-// same tool name, or a rename the caller established). It never fails: a
-// schema that is not a JSON object is compared as an opaque value
-// (KindTypeChanged at its path when it differs).
-//
-// Compare(base, base, o).Severity is None, and Hash(base) == Hash(cur)
-// implies it.
-func Compare(base, cur mcp.Tool, o Options) Result {
-	panic("drift.Compare: not implemented yet")
-}
-
 // Listing is the drift of a whole tools/list (every page) against the
 // server's baselines.
 type Listing struct {
 	// Changed maps the name of each tool whose definition differs from
-	// its baseline to its Result.
+	// its baseline to its Result; a renamed tool is here under its new
+	// name, compared with the baseline it replaces.
 	Changed map[string]Result
 	// Added are the tools listed with no baseline (and not a rename), in
 	// listing order; Removed the baselines not listed, sorted.
@@ -206,34 +209,4 @@ type Listing struct {
 	// with no baseline whose definition, name aside, has the same hash as
 	// exactly one removed baseline.
 	Renamed map[string]string
-}
-
-// CompareListing classifies a whole listing against the baselines (name ->
-// definition). A rename is reported in Renamed and not in Added/Removed.
-func CompareListing(baselines map[string]mcp.Tool, listed []mcp.Tool, o Options) Listing {
-	panic("drift.CompareListing: not implemented yet")
-}
-
-// Canonical returns the canonical definition of t (evidence.md §7): an
-// RFC 8785 JSON object of its name, title, description, inputSchema,
-// outputSchema, annotations (as listed, not with defaults) and the
-// security declarations of its _meta (the keys evidence reads:
-// "dev.gatehouse/security", "security", "interlock" and dotted
-// "interlock.*" keys), members absent from t left out. The error says
-// which member cannot be canonicalized (a number beyond what RFC 8785
-// carries exactly, invalid JSON).
-func Canonical(t mcp.Tool) ([]byte, error) {
-	panic("drift.Canonical: not implemented yet")
-}
-
-// Hash returns "sha256:<hex>" of Canonical(t) (evidence.md §3), with
-// Canonical's errors.
-func Hash(t mcp.Tool) (string, error) {
-	panic("drift.Hash: not implemented yet")
-}
-
-// Parse reads a canonical definition (Canonical's output, as stored in a
-// baseline) back into an mcp.Tool with mcp.ParseTool's strictness.
-func Parse(canonical []byte) (mcp.Tool, error) {
-	panic("drift.Parse: not implemented yet")
 }

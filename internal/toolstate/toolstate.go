@@ -7,7 +7,13 @@
 // A [Store] lives in the same database as the audit ledger (the --state
 // SQLite file or PostgreSQL URL, tables of its own), so that two gateways
 // sharing PostgreSQL see the same baselines and quarantines. Every backend
-// runs the suite in internal/toolstate/storetest.
+// runs the suite in internal/toolstate/storetest: [NewMem] (in memory),
+// internal/toolstate/sqlite and internal/toolstate/postgres.
+//
+// Stores check what they are given before writing (ErrInvalid): a
+// definition's Hash must be [DefinitionHash] of it, names and text fields
+// valid UTF-8 without NUL; times are kept in UTC to the microsecond
+// ([TimeResolution]). Definitions are never logged nor put in errors.
 package toolstate
 
 import (
@@ -177,6 +183,7 @@ type Store interface {
 	// the database: a gateway polls it to learn of approvals and holds
 	// made elsewhere.
 	Version(ctx context.Context) (int64, error)
-	// Close releases the store. Calls after Close return ErrClosed.
+	// Close releases the store. Calls after Close return ErrClosed
+	// (Close itself returns nil again).
 	Close() error
 }

@@ -93,26 +93,9 @@ func Open(ctx context.Context, path string, readOnly bool) (ledger.Store, error)
 		s.ro.SetMaxOpenConns(4)
 		return s, nil
 	}
-	if err := createPrivate(abs); err != nil {
-		return nil, err
-	}
-	if s.wlock, err = openWriterLock(abs + writerLockSuffix); err != nil {
+	if s.rw, s.ro, s.wlock, err = openRW(abs); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	s.rw, err = sql.Open("sqlite", sqliteDSN(abs, "_journal_mode=WAL", "_synchronous=FULL", "_txlock=immediate"))
-	if err != nil {
-		s.wlock.close()
-		return nil, fmt.Errorf("ledger: opening %s: %w", abs, err)
-	}
-	// One connection writes; the writer goroutine is the only user.
-	s.rw.SetMaxOpenConns(1)
-	s.ro, err = sql.Open("sqlite", sqliteDSN(abs, "_synchronous=FULL", "_query_only=1", "_txlock=deferred"))
-	if err != nil {
-		s.rw.Close()
-		s.wlock.close()
-		return nil, fmt.Errorf("ledger: opening %s: %w", abs, err)
-	}
-	s.ro.SetMaxOpenConns(4)
 	return s, nil
 }
 
@@ -139,11 +122,11 @@ func sqliteDSN(path string, params ...string) string {
 // when they do not exist yet. Existing ones keep their modes.
 func createPrivate(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("ledger: %w", err)
+		return err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("ledger: %w", err)
+		return err
 	}
 	return f.Close()
 }

@@ -92,6 +92,53 @@ type ToolDecision struct {
 	// redaction records), as JSON; nil when no scan ran. It never holds a
 	// matched value.
 	ArgumentScanResult json.RawMessage `json:"argument_scan_result,omitempty"`
+	// DriftResult is the tool's drift from its approved baseline (the
+	// gateway decision receipt's drift_result: severity, action, changes;
+	// docs/drift.md), as JSON; nil when the tool has not drifted.
+	DriftResult json.RawMessage `json:"drift_result,omitempty"`
+}
+
+// Drift is the `data` of a [TypeDrift] event: a tools/list showed a
+// tool whose definition is not its approved baseline (changed, added,
+// renamed or removed; docs/drift.md), or a tool was held or released.
+type Drift struct {
+	// ServerID is the server; Tool the tool's name as listed (the
+	// baseline's name for a removed tool).
+	ServerID string `json:"server_id,omitempty"`
+	Tool     string `json:"tool"`
+	// Status is changed, added, renamed or removed.
+	Status string `json:"status"`
+	// RenamedFrom is the baseline's name of a renamed tool.
+	RenamedFrom string `json:"renamed_from,omitempty"`
+	// Severity, Action and Changes are the drift_result (Changes: the
+	// change kinds that decided the severity); AllChanges every change.
+	Severity   string        `json:"severity"`
+	Action     string        `json:"action"`
+	Changes    []string      `json:"changes"`
+	AllChanges []DriftChange `json:"all_changes"`
+	// DefinitionHash is the listed definition's hash, BaselineHash the
+	// baseline's ("" when there is none); both "sha256:<hex>" of the
+	// RFC 8785 canonical definition.
+	DefinitionHash string `json:"definition_hash,omitempty"`
+	BaselineHash   string `json:"baseline_hash,omitempty"`
+	// Held reports whether the tool is quarantined after this listing;
+	// MatchedRule and Reason say why when it is (a policy rule, or
+	// "drift").
+	Held        bool   `json:"held"`
+	MatchedRule string `json:"matched_rule,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	// Method is the message that showed the listing: tools/list (the
+	// client's or the gateway's own fetch).
+	Method string `json:"method"`
+}
+
+// DriftChange is one classified change of a [Drift] event.
+type DriftChange struct {
+	Kind     string `json:"kind"`
+	Path     string `json:"path,omitempty"`
+	Severity string `json:"severity"`
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
 }
 
 // Scanned is the `data` of a [TypeScanned] event: a message the gateway

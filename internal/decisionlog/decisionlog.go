@@ -60,6 +60,10 @@ const (
 	// had findings (a tools/call response, a server notification or
 	// request, the client's answer to one); its data is a [Scanned].
 	TypeScanned = "gatehouse.scan.v1"
+	// TypeDrift is the type of the event emitted when a tools/list shows
+	// a tool that drifted from its approved baseline (docs/drift.md); its
+	// data is a [Drift].
+	TypeDrift = "gatehouse.drift.v1"
 )
 
 // SpecVersion is the CloudEvents specification version of every event.

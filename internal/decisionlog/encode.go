@@ -107,6 +107,10 @@ func (d ToolDecision) appendJSON(b []byte) ([]byte, bool) {
 		b = append(b, `,"argument_scan_result":`...)
 		b = linesafe.Append(b, d.ArgumentScanResult)
 	}
+	if len(d.DriftResult) > 0 {
+		b = append(b, `,"drift_result":`...)
+		b = linesafe.Append(b, d.DriftResult)
+	}
 	return append(b, '}'), true
 }
 

@@ -49,6 +49,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 		RPCIDPresent: true, RPCID: json.RawMessage(`"a\u2028b"`), ToolCallID: "req_7", ToolCallIDStrength: StrengthWeak, ToolCallIDSource: SourceJSONRPCID,
 		PrincipalID: "alice", Role: "readonly_agent", ServerID: "fs", SideEffect: "mutating", ToolKnown: true, Forwarded: false,
 		ArgumentScanResult: json.RawMessage(`{"action":"redact","findings":[{"action":"redact","class":"secret","confidence":"high","excerpt":"ghp_…(40) <>","path":"/arguments/token","rule":"github-pat"}],"status":"fail"}`),
+		DriftResult:        json.RawMessage(`{"action":"quarantine","changes":["externality_changed_to_external"],"severity":"critical"}`),
 	}
 	tests := []struct {
 		name     string

@@ -228,8 +228,9 @@ func (c *catalog) upsert(tools []mcp.Tool) {
 
 // page records one page of a client-initiated tools/list result: its tools
 // are known at once; a listing followed from its first page to its last
-// replaces the catalog and clears stale.
-func (c *catalog) page(tools []mcp.Tool, first, last bool) {
+// replaces the catalog and clears stale, and is returned as all with
+// complete true.
+func (c *catalog) page(tools []mcp.Tool, first, last bool) (all []mcp.Tool, complete bool) {
 	c.upsert(tools)
 	c.mu.Lock()
 	if first {
@@ -237,14 +238,16 @@ func (c *catalog) page(tools []mcp.Tool, first, last bool) {
 	}
 	started := first || c.listing != nil
 	c.listing = append(c.listing, tools...)
-	all := c.listing
+	all = c.listing
 	if last {
 		c.listing = nil
 	}
 	c.mu.Unlock()
 	if last && started {
 		c.replace(all)
+		return all, true
 	}
+	return nil, false
 }
 
 // replace installs a complete listing (all pages) and clears stale. A name
@@ -303,4 +306,20 @@ func (s *Session) toolsPage(result []byte) (tools []mcp.Tool, nextCursor []byte)
 		s.log.Warn("tools/list: result refused, no tool catalogued", "field", page.Field, "reason", page.Err.Error())
 	}
 	return tools, nextCursor
+}
+
+// invalidate records a change outside the catalog that its cached
+// decisions depend on (a baseline approved, a hold released elsewhere).
+func (c *catalog) invalidate() {
+	c.mu.Lock()
+	c.changed()
+	c.mu.Unlock()
+}
+
+// factsFor returns the facts of the catalogued definition of name, nil
+// when it is not catalogued.
+func (c *catalog) factsFor(name string) *toolFacts {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.facts[name]
 }

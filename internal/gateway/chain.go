@@ -14,7 +14,8 @@ import (
 // Stage names of the session's chain, in chain order. They are also the
 // names verdicts and diagnostics carry (pipeline.Verdict.Stage).
 const (
-	StageUnknownTool      = "unknown_tool"
+	StageUnknownTool = "unknown_tool"
+	// StageDrift ("drift") is declared in stage_drift.go.
 	StageArgumentNameCase = "argument_name_case"
 	StageScan             = "scan"
 	StagePolicy           = "policy"
@@ -73,6 +74,9 @@ type callState struct {
 	// respVerdict is the response's verdict when it is not allow.
 	argScan, respScan *scanOutcome
 	respVerdict       *pipeline.Verdict
+	// drift is what the tool's drift decides (driftStage), nil before
+	// the drift stage ran.
+	drift *callDrift
 }
 
 // notRecorded refuses an allowed call whose decision or evidence could
@@ -127,7 +131,7 @@ func stateOf(c *pipeline.Call) (*callState, error) {
 
 // compileChain builds the session's stages, compiled once at New:
 //
-//   - the deciders unknown_tool, argument_name_case, scan (with a
+//   - the deciders unknown_tool, drift, argument_name_case, scan (with a
 //     Config.Scanner) and policy, in that order (an unknown tool is denied
 //     before policy is asked; the first deny stops the chain, so the
 //     decision names the stage that denied; policy reads what scan
@@ -153,7 +157,11 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*
 			}
 		}
 	}
-	stages := []pipeline.Stage{unknownToolStage{}, argumentNameCaseStage{catalog: cat}}
+	stages := []pipeline.Stage{unknownToolStage{}}
+	if sess != nil && sess.drift != nil {
+		stages = append(stages, driftStage{tracker: sess.drift})
+	}
+	stages = append(stages, argumentNameCaseStage{catalog: cat})
 	if sc != nil {
 		stages = append(stages, sc)
 	}

@@ -93,6 +93,10 @@ type Call struct {
 	// when no scanner is configured. ResponseVerdict is the response's
 	// verdict when it is not allow (a redaction, a withheld response):
 	// the outcome's action.
+	// DriftResult is the tool's drift from its approved baseline (the
+	// decision receipt's drift_result, docs/drift.md), nil when it has
+	// not drifted.
+	DriftResult     *evidence.DriftResult
 	ResponseScan    *evidence.ScanResult
 	ResponseVerdict *ResponseVerdict
 	// State belongs to the Evidence implementation (hashes computed in

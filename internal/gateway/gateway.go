@@ -33,6 +33,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
 	"github.com/gatehouse-mcp/gatehouse/internal/transport"
 	"github.com/gatehouse-mcp/gatehouse/internal/wire"
 )
@@ -92,6 +93,24 @@ type Config struct {
 	// tools/list definitions (docs/scanning.md), as the policy's scanning
 	// block says; nil turns scanning off (every scan result not_run).
 	Scanner *scan.Scanner
+	// Tools keeps the server's tool baselines, observations and holds
+	// (docs/drift.md); nil keeps them in memory for the session (drift
+	// is then found between listings of one run only).
+	Tools toolstate.Store
+	// Baseline overrides the policy's drift.baseline when not empty
+	// (policy.BaselineFirstUse or policy.BaselineRequire; wrap
+	// --baseline).
+	Baseline string
+	// ToolsPoll is how often the session asks Tools whether another
+	// gateway or a review command changed it; <= 0 means one second.
+	ToolsPoll time.Duration
+	// GatewayID names this gateway in the baselines and holds it records
+	// (the evidence's gateway_id); "" means "gatehouse".
+	GatewayID string
+	// Shadow is global shadow mode (wrap --shadow): every verdict is
+	// recorded as a would-have verdict and none is enforced; no tool is
+	// held and the listing is relayed as received.
+	Shadow bool
 	// Logger receives diagnostics (stderr in the CLI); nil discards them.
 	Logger *slog.Logger
 	// Stages are more stages of the tools/call chain, after the
@@ -134,8 +153,12 @@ type Session struct {
 	// one fetch at a time. A channel, not a mutex, so that a call waiting
 	// for its turn is durably blocked (testing/synctest transcripts).
 	refreshing chan struct{}
-	held       sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
-	holding    atomic.Int64   // calls and batches held for a catalog fetch now (<= cfg.MaxHeld)
+	// listChangedPending is set while a refresh that a
+	// notifications/tools/list_changed started waits or runs
+	// (refreshOnListChanged): one covers every notification before it.
+	listChangedPending atomic.Bool
+	held               sync.WaitGroup // tools/call waiting for a catalog fetch or evidence
+	holding            atomic.Int64   // calls and batches held for a catalog fetch now (<= cfg.MaxHeld)
 
 	// toServerQ delivers every client frame to the server in order
 	// (pipeline.Sequencer: a frame waits for its evidence, or for its
@@ -166,6 +189,9 @@ type Session struct {
 	// scan is the chain's scan stage, nil without a Config.Scanner; it
 	// also scans the messages that are not tools/call (scanMessage).
 	scan *scanStage
+	// drift compares listings with the baselines and holds tools
+	// (drift.go); the chain's drift stage asks it per call.
+	drift *driftTracker
 
 	// clientGone is closed at the first failed write to the client;
 	// clientErr is that failure (ClientGone, ClientErr).
@@ -231,6 +257,7 @@ func New(cfg Config, client, server transport.Conn) *Session {
 		refreshing: make(chan struct{}, 1),
 	}
 	sess.info = pipeline.SessionInfo{PrincipalID: cfg.Principal.ID, Role: cfg.Principal.Role, ServerID: cfg.ServerID}
+	sess.drift = newDriftTracker(cfg, lg, sess.emitDrift, sess.catalog.invalidate, sess.directives)
 	chain, err := compileChain(cfg, sess.catalog, lg, sess)
 	if err != nil {
 		panic(err) // the stages are fixed: two with one name is a defect

@@ -186,7 +186,11 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 				}
 			case mcp.MethodToolsList:
 				tools, next := s.toolsPage(m.Result)
-				s.catalog.page(tools, !p.cursor, next == nil)
+				all, complete := s.catalog.page(tools, !p.cursor, next == nil)
+				if out := s.observeListing(tools, complete, all, m, frame); out != nil {
+					_ = s.relayToClient(out, nil)
+					return false
+				}
 			}
 		}
 		return true
@@ -207,6 +211,7 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 	case jsonrpc.KindNotification:
 		if m.Method == mcp.MethodToolsListChanged {
 			s.catalog.markStale()
+			s.refreshOnListChanged()
 		}
 		return s.scanServerMessage(m, frame)
 	}
@@ -440,6 +445,7 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 		all = append(all, tools...)
 		if next == nil {
 			s.catalog.replace(all)
+			s.drift.observe(all, true, all, s.catalog.factsFor)
 			return
 		}
 		c, err := jsontext.AppendUnquote(nil, next)

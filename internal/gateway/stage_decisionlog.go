@@ -100,6 +100,9 @@ func toolDecisionData(c *pipeline.Call, st *callState, scanning bool) decisionlo
 		data.RPCID = json.RawMessage(c.ID.Raw())
 	}
 	data.ArgumentScanResult = scanJSON(st.argumentScanResult(scanning))
+	if st.drift != nil {
+		data.DriftResult = driftJSON(st.drift.result)
+	}
 	if d.Shadow != nil {
 		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
 	}

@@ -60,6 +60,9 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		Decision: st.decision, Forwarded: st.allowed, DecisionEventID: st.eventID, Received: c.Received,
 	}
 	call.ArgumentScan = st.argumentScanResult(s.scanning)
+	if st.drift != nil {
+		call.DriftResult = st.drift.result
+	}
 	if st.argScan != nil && st.argScan.secretNames != nil {
 		call.SecretNames = map[string]bool{}
 		for n := range st.argScan.secretNames {

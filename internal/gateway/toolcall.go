@@ -281,6 +281,18 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 	st.decision = decisionOf(s.cfg.Policy, pc, v)
 	st.allowed = v.Action.Forwards() // allow, monitor, redact
 	st.code = CodeDenied
+	if v.Action == pipeline.Quarantine {
+		st.code = CodeQuarantined
+		if v.Stage != StageDrift && known {
+			// A rule decided quarantine on this call: the tool is held
+			// from now on, until a person releases it.
+			hash := ""
+			if st.drift != nil {
+				hash = st.drift.hash
+			}
+			s.drift.holdFromDecision(p.name, hash, v.Rule, v.Reason)
+		}
+	}
 	var rpcRaw []byte
 	if m.ID.Present() {
 		rpcRaw = m.ID.Raw()
@@ -391,7 +403,10 @@ func (s *Session) deliver(frame []byte, forward bool, reply []byte, wanted func(
 // It names the rule and its reason, never the arguments.
 func (s *Session) denyFrame(id jsonrpc.ID, code int, rule, reason string) []byte {
 	msg := "gatehouse: tools/call denied by policy rule " + rule + ": " + reason
-	if s.settings.DenyResponse == "tool_result" && code == CodeDenied {
+	if code == CodeQuarantined {
+		msg = "gatehouse: tools/call held: the tool is quarantined (rule " + rule + "): " + reason
+	}
+	if s.settings.DenyResponse == "tool_result" && (code == CodeDenied || code == CodeQuarantined) {
 		b := []byte(`{"jsonrpc":"2.0","id":`)
 		b = append(b, id.Raw()...)
 		b = append(b, `,"result":{"content":[{"type":"text","text":`...)

@@ -1,0 +1,670 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
+	"github.com/gatehouse-mcp/gatehouse/internal/drift"
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/scan"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
+)
+
+// Rules a drift verdict names when no policy rule decided it
+// (docs/drift.md).
+const (
+	// RuleDrift: the drift block's action for the tool's drift severity
+	// (drift.actions), or for an added or renamed tool.
+	RuleDrift = "drift"
+	// RuleBaselineRequired: --baseline require, and the tool has no
+	// approved baseline.
+	RuleBaselineRequired = "baseline_required"
+	// RuleQuarantined: a hold a person placed (gatehouse tools
+	// quarantine).
+	RuleQuarantined = "quarantined"
+)
+
+// CodeQuarantined is the JSON-RPC error code of a tools/call the gateway
+// answered because the tool is quarantined (docs/drift.md).
+const CodeQuarantined = -32084
+
+// drift statuses of a listed tool (policy.DriftStatuses).
+const (
+	driftNone    = "none"
+	driftChanged = "changed"
+	driftAdded   = "added"
+	driftRenamed = "renamed"
+)
+
+// driftTracker compares every tools/list the session sees with the
+// server's approved baselines (docs/drift.md; evidence.md §7): it
+// classifies each listed definition (package drift), takes baselines on
+// first use, places holds for the drift actions that quarantine, keeps
+// the store's observations current, writes a gatehouse.drift.v1 event per
+// change, and answers, per call, what the tool's drift decides.
+//
+// Baselines and holds live in a toolstate.Store shared with other
+// gateways and with the review commands; the tracker keeps a copy and
+// reloads it when the store's Version moves (polled at most once per
+// pollEvery, on a call or a listing). It is safe for concurrent use.
+type driftTracker struct {
+	store      toolstate.Store
+	serverID   string
+	by         string // the gateway's id: first-use baselines, automatic holds
+	settings   policy.Drift
+	pol        *policy.Policy
+	principal  policy.Principal
+	shadow     bool
+	directives func(mcp.Tool) []string
+	log        *slog.Logger
+	emit       func(decisionlog.Drift)
+	changed    func() // the catalog's cached decisions no longer hold
+	pollEvery  time.Duration
+
+	mu        sync.Mutex
+	baselines map[string]baselineDef
+	holds     map[string]toolstate.Quarantine
+	listed    map[string]*toolDrift
+	version   int64
+	polled    time.Time
+	reported  map[string]string // tool -> what its last drift event said
+}
+
+// baselineDef is a baseline with its definition read back.
+type baselineDef struct {
+	b    toolstate.Baseline
+	tool mcp.Tool
+}
+
+// toolDrift is a listed tool's drift.
+type toolDrift struct {
+	hash        string
+	status      string // driftNone, driftChanged, driftAdded, driftRenamed
+	renamedFrom string
+	result      drift.Result
+}
+
+// defaultPollEvery is how often a tracker asks the store whether another
+// gateway or a review command changed it.
+const defaultPollEvery = time.Second
+
+// storeTimeout bounds one store call on the relay path.
+const storeTimeout = 5 * time.Second
+
+func newDriftTracker(cfg Config, log *slog.Logger, emit func(decisionlog.Drift), changed func(), directives func(mcp.Tool) []string) *driftTracker {
+	st := cfg.Tools
+	if st == nil {
+		st = toolstate.NewMem()
+	}
+	settings := cfg.Policy.Drift()
+	if cfg.Baseline != "" {
+		settings.Baseline = cfg.Baseline
+	}
+	d := &driftTracker{
+		store: st, serverID: cfg.ServerID, by: cfg.GatewayID, settings: settings, pol: cfg.Policy,
+		principal: cfg.Principal, shadow: cfg.Shadow, directives: directives, log: log, emit: emit, changed: changed,
+		pollEvery: cfg.ToolsPoll, baselines: map[string]baselineDef{}, holds: map[string]toolstate.Quarantine{},
+		listed: map[string]*toolDrift{}, reported: map[string]string{},
+	}
+	if d.pollEvery <= 0 {
+		d.pollEvery = defaultPollEvery
+	}
+	if d.by == "" {
+		d.by = "gatehouse"
+	}
+	d.mu.Lock()
+	d.reloadLocked()
+	d.mu.Unlock()
+	return d
+}
+
+// reloadLocked reads the server's baselines and holds from the store (d.mu
+// held). A store that cannot be read leaves the copy as it was (logged):
+// holds already known stay in force.
+func (d *driftTracker) reloadLocked() {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	v, err := d.store.Version(ctx)
+	if err != nil {
+		d.log.Error("tool state: reading the store's version failed", "err", err)
+		return
+	}
+	states, err := d.store.Tools(ctx, d.serverID)
+	if err != nil {
+		d.log.Error("tool state: reading baselines failed", "err", err)
+		return
+	}
+	baselines := map[string]baselineDef{}
+	holds := map[string]toolstate.Quarantine{}
+	for _, s := range states {
+		if s.Baseline != nil {
+			t, err := drift.Parse(s.Baseline.Definition)
+			if err != nil {
+				d.log.Error("tool state: a stored baseline cannot be read; the tool is treated as having none", "tool_bytes", len(s.Tool), "err", err)
+			} else {
+				baselines[s.Tool] = baselineDef{b: *s.Baseline, tool: t}
+			}
+		}
+		if s.Quarantine != nil {
+			holds[s.Tool] = *s.Quarantine
+		}
+	}
+	d.baselines, d.holds, d.version = baselines, holds, v
+	d.polled = time.Now()
+}
+
+// poll reloads the store's state when another writer changed it, at most
+// once per pollEvery, and classifies the listed tools again against the
+// baselines read.
+func (d *driftTracker) poll() {
+	d.mu.Lock()
+	if time.Since(d.polled) < d.pollEvery {
+		d.mu.Unlock()
+		return
+	}
+	d.polled = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	v, err := d.store.Version(ctx)
+	cancel()
+	if err != nil || v == d.version {
+		d.mu.Unlock()
+		if err != nil {
+			d.log.Error("tool state: polling the store failed", "err", err)
+		}
+		return
+	}
+	d.reloadLocked()
+	for name, td := range d.listed {
+		if td.status == driftChanged || td.status == driftAdded {
+			if b, ok := d.baselines[name]; ok && b.b.Hash == td.hash {
+				td.status, td.result = driftNone, drift.Result{Action: drift.ActionAllow}
+			}
+		}
+	}
+	d.mu.Unlock()
+	if d.changed != nil {
+		d.changed()
+	}
+}
+
+// observe classifies the tools of one tools/list page against the
+// baselines, and with complete (the page ends a listing followed from its
+// first page; all is that whole listing) also finds renamed and removed
+// tools, takes first-use baselines and records the observations. It
+// places the holds the drift actions (or a policy rule deciding
+// quarantine on the tool alone) call for, writes a drift event per
+// change, and returns the names of the page's tools held afterwards.
+func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, facts func(name string) *toolFacts) map[string]bool {
+	d.poll()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	opts := drift.Options{Actions: d.actions(), Directives: d.directives}
+	now := time.Now().UTC()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+
+	hadBaselines := len(d.baselines) > 0
+	for _, t := range page {
+		hash, err := drift.Hash(t)
+		if err != nil {
+			d.log.Warn("tools/list: a tool definition cannot be canonicalized; compared as changed", "name_bytes", len(t.Name), "err", err)
+		}
+		td := &toolDrift{hash: hash, status: driftNone, result: drift.Result{Action: drift.ActionAllow}}
+		if b, ok := d.baselines[t.Name]; ok {
+			if b.b.Hash != hash {
+				td.status, td.result = driftChanged, drift.Compare(b.tool, t, opts)
+				if td.result.Severity == drift.None {
+					// Hashes differ but nothing classified (a member
+					// outside the compared ones): still not the
+					// baseline.
+					td.result.Severity, td.result.Action = drift.Minor, opts.Actions[drift.Minor]
+					td.result.Changes = []drift.Change{{Kind: drift.KindDescriptionChanged, Severity: drift.Minor}}
+				}
+			}
+		} else if hadBaselines || d.settings.Baseline == policy.BaselineRequire {
+			td.status = driftAdded
+			td.result = drift.Result{Severity: drift.Moderate, Action: string(d.settings.Added),
+				Changes: []drift.Change{{Kind: drift.KindToolAdded, Severity: drift.Moderate}}}
+		}
+		d.listed[t.Name] = td
+	}
+	var removed []string
+	if complete {
+		listedNow := map[string]bool{}
+		for _, t := range all {
+			listedNow[t.Name] = true
+		}
+		for name := range d.listed {
+			if !listedNow[name] {
+				delete(d.listed, name)
+			}
+		}
+		// Renames: a tool without a baseline whose definition, name
+		// aside, is a baseline no longer listed.
+		base := map[string]mcp.Tool{}
+		for n, b := range d.baselines {
+			base[n] = b.tool
+		}
+		lst := drift.CompareListing(base, all, opts)
+		for newName, old := range lst.Renamed {
+			if td := d.listed[newName]; td != nil {
+				td.status, td.renamedFrom = driftRenamed, old
+				td.result = drift.Result{Severity: drift.High, Action: string(d.settings.Renamed),
+					Changes: []drift.Change{{Kind: drift.KindToolRenamed, Severity: drift.High, From: old, To: newName}}}
+			}
+		}
+		removed = lst.Removed
+		// First use: every listed tool without a baseline gets one,
+		// except a rename (it stays flagged until approved).
+		if d.settings.Baseline == policy.BaselineFirstUse {
+			for _, t := range all {
+				td := d.listed[t.Name]
+				if _, ok := d.baselines[t.Name]; ok || td == nil || td.status == driftRenamed || td.hash == "" {
+					continue
+				}
+				def, err := drift.Canonical(t)
+				if err != nil {
+					continue
+				}
+				b, _, err := d.store.FirstUse(ctx, toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
+					Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now})
+				if err != nil {
+					d.log.Error("tool state: recording a first-use baseline failed", "err", err)
+					continue
+				}
+				if bt, err := drift.Parse(b.Definition); err == nil {
+					d.baselines[t.Name] = baselineDef{b: b, tool: bt}
+				}
+				if b.Hash != td.hash {
+					// Another gateway's first use won with another
+					// definition: this one is drift from it.
+					td.status, td.result = driftChanged, drift.Compare(d.baselines[t.Name].tool, t, opts)
+				}
+			}
+		}
+	}
+
+	// Holds, and what the listing says.
+	held := map[string]bool{}
+	for _, t := range page {
+		td := d.listed[t.Name]
+		if td == nil {
+			continue
+		}
+		rule, reason := "", ""
+		if td.status != driftNone {
+			rule, reason = d.listingDecision(t.Name, td, facts)
+		}
+		if _, ok := d.holds[t.Name]; !ok && rule != "" && !d.shadow {
+			q := toolstate.Quarantine{ServerID: d.serverID, Tool: t.Name, Hash: td.hash, Automatic: true,
+				Severity: td.result.Severity.String(), Changes: td.result.Decisive(), By: d.by, Rule: rule, Reason: reason, At: now}
+			if err := d.store.Hold(ctx, q); err != nil {
+				d.log.Error("tool state: recording a quarantine failed; the tool is held in this gateway only", "err", err)
+			}
+			d.holds[t.Name] = q
+		}
+		if _, ok := d.holds[t.Name]; ok {
+			held[t.Name] = true
+		}
+		if td.status != driftNone {
+			d.report(t.Name, td, rule, reason)
+		}
+	}
+	if complete {
+		obs := make([]toolstate.Observation, 0, len(all)+len(removed))
+		for _, t := range all {
+			td := d.listed[t.Name]
+			if td == nil {
+				continue
+			}
+			def, _ := drift.Canonical(t)
+			obs = append(obs, toolstate.Observation{ServerID: d.serverID, Tool: t.Name, Hash: td.hash, Definition: def,
+				Severity: td.result.Severity.String(), Changes: kinds(td.result.Changes), By: d.by, At: now})
+		}
+		for _, name := range removed {
+			if _, renamed := renamedTo(d.listed, name); renamed {
+				continue
+			}
+			obs = append(obs, toolstate.Observation{ServerID: d.serverID, Tool: name, Removed: true,
+				Severity: drift.Minor.String(), Changes: []string{drift.KindToolRemoved}, By: d.by, At: now})
+			d.report(name, &toolDrift{status: "removed", result: drift.Result{Severity: drift.Minor, Action: drift.ActionMonitor,
+				Changes: []drift.Change{{Kind: drift.KindToolRemoved, Severity: drift.Minor}}}}, "", "")
+		}
+		if err := d.store.Observe(ctx, obs); err != nil {
+			d.log.Error("tool state: recording the listing failed", "err", err)
+		}
+		if v, err := d.store.Version(ctx); err == nil {
+			d.version = v
+		}
+	}
+	return held
+}
+
+// renamedTo reports whether a listed tool is the rename of old.
+func renamedTo(listed map[string]*toolDrift, old string) (string, bool) {
+	for n, td := range listed {
+		if td.status == driftRenamed && td.renamedFrom == old {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// listingDecision returns the rule and reason that hold a listed tool
+// with drift td, or "" when nothing holds it: a policy rule deciding
+// quarantine for the tool alone (no arguments: its conditions see the
+// tool, its drift and the session's principal), else the drift block's
+// action when it is quarantine (d.mu held).
+func (d *driftTracker) listingDecision(name string, td *toolDrift, facts func(string) *toolFacts) (rule, reason string) {
+	if f := facts(name); f != nil && d.pol != nil {
+		dec := d.pol.Evaluate(&policy.Input{Principal: d.principal, ServerID: d.serverID, Tool: f.policyTool(name),
+			ToolView: f.viewFor(name), Drift: td.view()})
+		if dec.Action == policy.ActionQuarantine {
+			return dec.Rule, dec.Reason
+		}
+	}
+	if td.result.Action == drift.ActionQuarantine {
+		return RuleDrift, td.reason()
+	}
+	return "", ""
+}
+
+// report writes the drift event of a tool once per distinct drift.
+func (d *driftTracker) report(name string, td *toolDrift, rule, reason string) {
+	if d.emit == nil {
+		return
+	}
+	key := td.status + "\x00" + td.hash + "\x00" + td.result.Severity.String()
+	if d.reported[name] == key {
+		return
+	}
+	d.reported[name] = key
+	ev := decisionlog.Drift{ServerID: d.serverID, Tool: name, Status: td.status, RenamedFrom: td.renamedFrom,
+		Severity: td.result.Severity.String(), Action: td.result.Action, Changes: td.result.Decisive(),
+		DefinitionHash: td.hash, Method: mcp.MethodToolsList}
+	if ev.Changes == nil {
+		ev.Changes = []string{}
+	}
+	for _, c := range td.result.Changes {
+		ev.AllChanges = append(ev.AllChanges, decisionlog.DriftChange{Kind: c.Kind, Path: c.Path, Severity: c.Severity.String(), From: c.From, To: c.To})
+	}
+	if b, ok := d.baselines[name]; ok {
+		ev.BaselineHash = b.b.Hash
+	}
+	if q, ok := d.holds[name]; ok {
+		ev.Held, ev.MatchedRule, ev.Reason = true, q.Rule, q.Reason
+	} else if rule != "" {
+		ev.MatchedRule, ev.Reason = rule, reason
+	}
+	d.emit(ev)
+}
+
+// actions is the drift block's actions as package drift takes them.
+func (d *driftTracker) actions() drift.Actions {
+	a := drift.Actions{}
+	for sev, act := range d.settings.Actions {
+		if s, ok := drift.ParseSeverity(sev); ok {
+			a[s] = string(act)
+		}
+	}
+	return a
+}
+
+// callDrift is what a tool's drift means for one call.
+type callDrift struct {
+	view   *policy.DriftView
+	result *evidence.DriftResult
+	// verdict is the drift's verdict, decided false when drift says
+	// nothing (allow).
+	verdict pipeline.Verdict
+	decided bool
+	hash    string
+}
+
+// forCall returns what tool name's drift decides for a call: a hold
+// quarantines it; else an added tool under --baseline require is denied;
+// else the drift block's action for its status and severity applies.
+func (d *driftTracker) forCall(name string, known bool) callDrift {
+	d.poll()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out callDrift
+	td := d.listed[name]
+	if td != nil && known {
+		out.hash = td.hash
+		out.view = td.view()
+		if td.status != driftNone {
+			out.result = td.evidence()
+		}
+	}
+	if q, ok := d.holds[name]; ok && (q.Hash == "" || td == nil || q.Hash == td.hash || !q.Automatic) {
+		rule := q.Rule
+		if rule == "" {
+			rule = RuleQuarantined
+		}
+		reason := q.Reason
+		if reason == "" {
+			reason = "the tool is quarantined"
+		}
+		out.verdict = pipeline.Verdict{Action: pipeline.Quarantine, Stage: StageDrift, Rule: rule, ReasonCode: "quarantined", Reason: reason, Code: CodeQuarantined}
+		out.decided = true
+		if out.result == nil {
+			out.result = &evidence.DriftResult{Severity: orNone(q.Severity), Action: string(policy.ActionQuarantine), Changes: nonNil(q.Changes)}
+		} else {
+			out.result.Action = string(policy.ActionQuarantine)
+		}
+		return out
+	}
+	if td == nil || !known {
+		return out
+	}
+	if _, ok := d.baselines[name]; !ok && d.settings.Baseline == policy.BaselineRequire {
+		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleBaselineRequired, ReasonCode: "baseline_required",
+			Reason: "no approved baseline for this tool (--baseline require; gatehouse tools approve)", Code: CodeDenied}
+		out.decided = true
+		if out.result == nil {
+			out.result = &evidence.DriftResult{Severity: drift.Moderate.String(), Action: string(policy.ActionDeny), Changes: []string{drift.KindToolAdded}}
+		} else {
+			out.result.Action = string(policy.ActionDeny)
+		}
+		return out
+	}
+	if td.status == driftNone {
+		return out
+	}
+	act, err := pipeline.ParseAction(td.result.Action)
+	if err != nil || act == pipeline.Allow {
+		return out
+	}
+	out.verdict = pipeline.Verdict{Action: act, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift", Reason: td.reason()}
+	switch act {
+	case pipeline.Deny:
+		out.verdict.Code = CodeDenied
+	case pipeline.Quarantine:
+		// A quarantine the listing did not place (shadow mode): the
+		// verdict says what would have happened.
+		out.verdict.Code = CodeQuarantined
+	}
+	out.decided = true
+	return out
+}
+
+// holdFromDecision holds tool name after a call's policy decided
+// quarantine (a rule whose condition read the call): every later call is
+// held too, until a person releases it.
+func (d *driftTracker) holdFromDecision(name, hash, rule, reason string) {
+	if d.shadow {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.holds[name]; ok {
+		return
+	}
+	q := toolstate.Quarantine{ServerID: d.serverID, Tool: name, Hash: hash, Automatic: true, By: d.by, Rule: rule, Reason: reason, At: time.Now().UTC()}
+	if td := d.listed[name]; td != nil {
+		q.Severity, q.Changes = td.result.Severity.String(), td.result.Decisive()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := d.store.Hold(ctx, q); err != nil {
+		d.log.Error("tool state: recording a quarantine failed; the tool is held in this gateway only", "err", err)
+	}
+	d.holds[name] = q
+}
+
+// listing returns what the client's tools/list shows of the page's tools:
+// hide names the tools left out (held ones under listing: hide, and with
+// hide_denied the ones the policy denies to the caller whatever the
+// arguments), mark the held ones shown with a notice (listing: mark).
+func (d *driftTracker) listing(page []mcp.Tool, held map[string]bool, facts func(string) *toolFacts) (hide, mark map[string]string) {
+	if d.shadow {
+		return nil, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, t := range page {
+		if held[t.Name] {
+			q := d.holds[t.Name]
+			if d.settings.Listing == policy.ListingHide {
+				hide = setName(hide, t.Name, q.Reason)
+			} else {
+				mark = setName(mark, t.Name, q.Reason)
+			}
+			continue
+		}
+		if d.settings.HideDenied && d.pol != nil && d.pol.DependsOnlyOnTool() {
+			if f := facts(t.Name); f != nil {
+				var view *policy.DriftView
+				if td := d.listed[t.Name]; td != nil {
+					view = td.view()
+				}
+				dec := d.pol.Evaluate(&policy.Input{Principal: d.principal, ServerID: d.serverID, Tool: f.policyTool(t.Name), ToolView: f.viewFor(t.Name), Drift: view})
+				if dec.Action == policy.ActionDeny {
+					hide = setName(hide, t.Name, dec.Reason)
+				}
+			}
+		}
+	}
+	return hide, mark
+}
+
+func setName(m map[string]string, name, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[name] = v
+	return m
+}
+
+// view is the policy's drift variable for td.
+func (td *toolDrift) view() *policy.DriftView {
+	return &policy.DriftView{Status: td.status, Severity: td.result.Severity.String(), Action: orAllow(td.result.Action),
+		Changes: nonNil(td.result.Decisive()), AllChanges: nonNil(kinds(td.result.Changes))}
+}
+
+// evidence is td's drift_result (evidence.md §6).
+func (td *toolDrift) evidence() *evidence.DriftResult {
+	return &evidence.DriftResult{Severity: td.result.Severity.String(), Action: orAllow(td.result.Action), Changes: nonNil(td.result.Decisive())}
+}
+
+// reason is a display-safe sentence for td's drift: its status, severity
+// and deciding changes (change kinds are fixed vocabulary).
+func (td *toolDrift) reason() string {
+	switch td.status {
+	case driftAdded:
+		return "the tool has no approved baseline (added since the baseline was taken)"
+	case driftRenamed:
+		return "the tool is a renamed tool with an approved baseline (" + strings.Join(td.result.Decisive(), ", ") + ")"
+	}
+	return "the tool's definition drifted from its approved baseline (" + td.result.Severity.String() + ": " + strings.Join(td.result.Decisive(), ", ") + ")"
+}
+
+func kinds(cs []drift.Change) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Kind)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func orAllow(a string) string {
+	if a == "" {
+		return string(policy.ActionAllow)
+	}
+	return a
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return drift.None.String()
+	}
+	return s
+}
+
+// driftJSON is the decision event's drift_result, nil when there is none.
+func driftJSON(r *evidence.DriftResult) json.RawMessage {
+	if r == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// emitDrift writes a drift event to the decision log (without one, to
+// the diagnostic logger).
+func (s *Session) emitDrift(ev decisionlog.Drift) {
+	if s.cfg.Log == nil {
+		s.log.Warn("tools/list: tool drift", "status", ev.Status, "severity", ev.Severity, "action", ev.Action, "held", ev.Held)
+		return
+	}
+	if _, err := s.cfg.Log.Emit(decisionlog.TypeDrift, ev); err != nil {
+		s.log.Error("decision log write failed", "err", err)
+	}
+}
+
+// directives returns the ids of the poisoning and injection findings in
+// t's description (the scanner's tool scan), nil without a scanner: a
+// directive the baseline's description did not have makes a description
+// edit at least high drift (docs/drift.md).
+func (s *Session) directives(t mcp.Tool) []string {
+	if s.scan == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range s.scan.toolFindings(t, nil) {
+		if (f.Class == string(scan.ClassPoisoning) || f.Class == string(scan.ClassInjection)) && strings.HasPrefix(f.Path, "/description") {
+			out = append(out, f.Rule)
+		}
+	}
+	return out
+}

@@ -199,6 +199,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		warnings = append(warnings, tf.schemaWarning)
 	}
 	warnings = append(warnings, tf.intent.Warnings()...) // metadata_conflict:<field> (evidence.md §4)
+	warnings = append(warnings, c.DriftWarnings...)      // the tool's drift (docs/drift.md)
 	d := c.Decision
 	if d.Shadow != nil {
 		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
@@ -219,6 +220,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		MetadataConfidence:  tf.confidence,
 		Warnings:            warnings,
 		ArgumentScanResult:  argumentScan(c.ArgumentScan, argKeys),
+		DriftResult:         c.DriftResult,
 		ShadowMode:          false,
 		AuditEventID:        evidence.NewAuditEventID(),
 		InputHash:           inputHash,

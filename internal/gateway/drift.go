@@ -428,6 +428,9 @@ type callDrift struct {
 	verdict pipeline.Verdict
 	decided bool
 	hash    string
+	// warnings are the drift's warnings (drift.Result.Warnings), for the
+	// decision receipt.
+	warnings []string
 }
 
 // forCall returns what tool name's drift decides for a call: a hold
@@ -444,6 +447,7 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 		out.view = td.view()
 		if td.status != driftNone {
 			out.result = td.evidence()
+			out.warnings = td.result.Warnings
 		}
 	}
 	if q, ok := d.holds[name]; ok && (q.Hash == "" || td == nil || q.Hash == td.hash || !q.Automatic) {

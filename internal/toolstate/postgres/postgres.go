@@ -298,8 +298,10 @@ func (s *store) write(ctx context.Context, what string, f func(ctx context.Conte
 	return nil
 }
 
-const upsertBaseline = `INSERT INTO tool_baselines (server_id, tool, definition_hash, definition, origin, approved_by, reason, approved_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+const insertBaseline = `INSERT INTO tool_baselines (server_id, tool, definition_hash, definition, origin, approved_by, reason, approved_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+
+const upsertBaseline = insertBaseline + `
 	ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, definition = excluded.definition,
 	origin = excluded.origin, approved_by = excluded.approved_by, reason = excluded.reason, approved_at = excluded.approved_at`
 
@@ -326,8 +328,14 @@ func (s *store) FirstUse(ctx context.Context, b toolstate.Baseline) (toolstate.B
 			got = bs[0]
 			return false, nil
 		}
-		if _, err := tx.Exec(ctx, upsertBaseline, baselineArgs(b)...); err != nil {
+		// DO NOTHING: even were the version row not locked, a baseline
+		// already there would stay.
+		tag, err := tx.Exec(ctx, insertBaseline+` ON CONFLICT (server_id, tool) DO NOTHING`, baselineArgs(b)...)
+		if err != nil {
 			return false, fmt.Errorf("tool_baselines: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return false, errors.New("tool_baselines: a baseline appeared during the transaction")
 		}
 		got, won = b, true
 		return true, nil

@@ -301,7 +301,9 @@ func (s *store) write(ctx context.Context, what string, f func(ctx context.Conte
 	return nil
 }
 
-const upsertBaseline = `INSERT INTO tool_baselines (` + baselineColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+const insertBaseline = `INSERT INTO tool_baselines (` + baselineColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+const upsertBaseline = insertBaseline + `
 	ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, definition = excluded.definition,
 	origin = excluded.origin, approved_by = excluded.approved_by, reason = excluded.reason, approved_at = excluded.approved_at`
 
@@ -326,8 +328,14 @@ func (s *store) FirstUse(ctx context.Context, b toolstate.Baseline) (toolstate.B
 			got = bs[0]
 			return false, nil
 		}
-		if _, err := tx.ExecContext(ctx, upsertBaseline, baselineArgs(b)...); err != nil {
+		// DO NOTHING: even were the transaction not exclusive, a baseline
+		// already there would stay.
+		res, err := tx.ExecContext(ctx, insertBaseline+` ON CONFLICT (server_id, tool) DO NOTHING`, baselineArgs(b)...)
+		if err != nil {
 			return false, fmt.Errorf("tool_baselines: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return false, fmt.Errorf("tool_baselines: a baseline appeared during the transaction (%d rows, %v)", n, err)
 		}
 		got, won = b, true
 		return true, nil

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,9 +122,11 @@ func Open(ctx context.Context, dsn string) (toolstate.Store, error) {
 }
 
 type store struct {
-	pool      *pgxpool.Pool
-	closed    atomic.Bool
-	closeOnce sync.Once
+	pool *pgxpool.Pool
+	// mu is held shared by every call and exclusively by Close, so
+	// that Close waits for the calls in progress and none starts after.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // querier is what pgxpool.Pool and pgx.Tx have in common here.
@@ -133,34 +134,48 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func wrap(what string, err error) error {
+// enter starts a call: false after Close; otherwise the caller holds
+// s.mu shared until it returns.
+func (s *store) enter() bool {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// wrap adds the store's context to err.
+func (s *store) wrap(what string, err error) error {
 	return fmt.Errorf("toolstate: PostgreSQL: %s: %w", what, err)
 }
 
 // Tools implements toolstate.Store.
 func (s *store) Tools(ctx context.Context, serverID string) ([]toolstate.ToolState, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return nil, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	where, args := "", []any(nil)
 	if serverID != "" {
 		where, args = " WHERE server_id = $1", []any{serverID}
 	}
 	out, err := s.read(ctx, where, args)
 	if err != nil {
-		return nil, wrap("reading tool states", err)
+		return nil, s.wrap("reading tool states", err)
 	}
 	return out, nil
 }
 
 // Tool implements toolstate.Store.
 func (s *store) Tool(ctx context.Context, serverID, tool string) (toolstate.ToolState, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return toolstate.ToolState{}, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	out, err := s.read(ctx, " WHERE server_id = $1 AND tool = $2", []any{serverID, tool})
 	if err != nil {
-		return toolstate.ToolState{}, wrap(fmt.Sprintf("reading tool %q of server %q", tool, serverID), err)
+		return toolstate.ToolState{}, s.wrap(fmt.Sprintf("reading tool %q of server %q", tool, serverID), err)
 	}
 	if len(out) == 0 {
 		return toolstate.ToolState{}, fmt.Errorf("tool %q of server %q: %w", tool, serverID, toolstate.ErrNotFound)
@@ -269,9 +284,10 @@ func changes(c []string) []string {
 // when it did. The errors f returns for callers to branch on
 // (ErrChanged, ErrNotFound, ErrNotQuarantined) are returned as they are.
 func (s *store) write(ctx context.Context, what string, f func(ctx context.Context, tx pgx.Tx) (bool, error)) error {
-	if s.closed.Load() {
+	if !s.enter() {
 		return toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	var ferr error
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT value FROM tool_state_meta WHERE key = 'version' FOR UPDATE`); err != nil {
@@ -293,7 +309,7 @@ func (s *store) write(ctx context.Context, what string, f func(ctx context.Conte
 		return ferr
 	}
 	if err != nil {
-		return wrap(what, err)
+		return s.wrap(what, err)
 	}
 	return nil
 }
@@ -457,21 +473,25 @@ func (s *store) Release(ctx context.Context, serverID, tool string) (toolstate.Q
 // tool_state_meta, grown by every write transaction that changed
 // something, whichever gateway made it.
 func (s *store) Version(ctx context.Context) (int64, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return 0, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	var v int64
 	if err := s.pool.QueryRow(ctx, `SELECT value FROM tool_state_meta WHERE key = 'version'`).Scan(&v); err != nil {
-		return 0, wrap("reading the version", err)
+		return 0, s.wrap("reading the version", err)
 	}
 	return v, nil
 }
 
-// Close implements toolstate.Store: it closes the connection pool.
+// Close implements toolstate.Store: it closes the connection pool, after
+// the calls in progress.
 func (s *store) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
 		s.pool.Close()
-	})
+	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	ledgersqlite "github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
@@ -108,9 +107,22 @@ func Open(ctx context.Context, path string) (toolstate.Store, error) {
 }
 
 type store struct {
-	db        *ledgersqlite.DB
-	closed    atomic.Bool
-	closeOnce sync.Once
+	db *ledgersqlite.DB
+	// mu is held shared by every call and exclusively by Close, so
+	// that Close waits for the calls in progress and none starts after.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter starts a call: false after Close; otherwise the caller holds
+// s.mu shared until it returns.
+func (s *store) enter() bool {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return false
+	}
+	return true
 }
 
 // wrap adds the store's context to err.
@@ -126,9 +138,10 @@ type queryer interface {
 
 // Tools implements toolstate.Store.
 func (s *store) Tools(ctx context.Context, serverID string) ([]toolstate.ToolState, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return nil, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	where, args := "", []any(nil)
 	if serverID != "" {
 		where, args = " WHERE server_id = ?", []any{serverID}
@@ -142,9 +155,10 @@ func (s *store) Tools(ctx context.Context, serverID string) ([]toolstate.ToolSta
 
 // Tool implements toolstate.Store.
 func (s *store) Tool(ctx context.Context, serverID, tool string) (toolstate.ToolState, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return toolstate.ToolState{}, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	out, err := s.read(ctx, " WHERE server_id = ? AND tool = ?", []any{serverID, tool})
 	if err != nil {
 		return toolstate.ToolState{}, s.wrap(fmt.Sprintf("reading tool %q of server %q", tool, serverID), err)
@@ -275,9 +289,10 @@ func parseTime(s string) (time.Time, error) {
 // write runs f in a write transaction; f returns whether it changed
 // anything, and the version grows when it did.
 func (s *store) write(ctx context.Context, what string, f func(ctx context.Context, tx *sql.Tx) (bool, error)) error {
-	if s.closed.Load() {
+	if !s.enter() {
 		return toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	var ferr error // f's own error, returned as it is (ErrChanged, ...)
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		changed, err := f(ctx, tx)
@@ -301,7 +316,9 @@ func (s *store) write(ctx context.Context, what string, f func(ctx context.Conte
 	return nil
 }
 
-const upsertBaseline = `INSERT INTO tool_baselines (` + baselineColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+const insertBaseline = `INSERT INTO tool_baselines (` + baselineColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+const upsertBaseline = insertBaseline + `
 	ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, definition = excluded.definition,
 	origin = excluded.origin, approved_by = excluded.approved_by, reason = excluded.reason, approved_at = excluded.approved_at`
 
@@ -326,8 +343,14 @@ func (s *store) FirstUse(ctx context.Context, b toolstate.Baseline) (toolstate.B
 			got = bs[0]
 			return false, nil
 		}
-		if _, err := tx.ExecContext(ctx, upsertBaseline, baselineArgs(b)...); err != nil {
+		// DO NOTHING: even were the transaction not exclusive, a baseline
+		// already there would stay.
+		res, err := tx.ExecContext(ctx, insertBaseline+` ON CONFLICT (server_id, tool) DO NOTHING`, baselineArgs(b)...)
+		if err != nil {
 			return false, fmt.Errorf("tool_baselines: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return false, fmt.Errorf("tool_baselines: a baseline appeared during the transaction (%d rows, %v)", n, err)
 		}
 		got, won = b, true
 		return true, nil
@@ -455,9 +478,10 @@ func (s *store) Release(ctx context.Context, serverID, tool string) (toolstate.Q
 // tool_state_meta, grown by every write transaction that changed
 // something.
 func (s *store) Version(ctx context.Context) (int64, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return 0, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	var v int64
 	if err := s.db.RO.QueryRowContext(ctx, `SELECT value FROM tool_state_meta WHERE key = 'version'`).Scan(&v); err != nil {
 		return 0, s.wrap("reading the version", err)
@@ -465,14 +489,16 @@ func (s *store) Version(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Close implements toolstate.Store.
+// Close implements toolstate.Store, after the calls in progress.
 func (s *store) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		if cerr := s.db.Close(); cerr != nil {
-			err = s.wrap("closing", cerr)
-		}
-	})
-	return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("toolstate: %s: closing: %w", s.db.Path, err)
+	}
+	return nil
 }

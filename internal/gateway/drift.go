@@ -450,7 +450,9 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 			out.warnings = td.result.Warnings
 		}
 	}
-	if q, ok := d.holds[name]; ok && (q.Hash == "" || td == nil || q.Hash == td.hash || !q.Automatic) {
+	// A hold holds whatever the tool lists now: a definition that changed
+	// again, even back to its baseline, is for a person to release.
+	if q, ok := d.holds[name]; ok {
 		rule := q.Rule
 		if rule == "" {
 			rule = RuleQuarantined

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS tool_quarantines (
 	severity text NOT NULL,
 	changes text[] NOT NULL,
 	quarantined_by text NOT NULL,
+	rule text NOT NULL,
 	reason text NOT NULL,
 	quarantined_at timestamptz NOT NULL,
 	PRIMARY KEY (server_id, tool)
@@ -246,11 +247,11 @@ func observations(ctx context.Context, q querier, where string, args []any) ([]t
 	return out, nil
 }
 
-const quarantineColumns = `server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, reason, quarantined_at`
+const quarantineColumns = `server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at`
 
 func scanQuarantine(r pgx.CollectableRow) (toolstate.Quarantine, error) {
 	var h toolstate.Quarantine
-	err := r.Scan(&h.ServerID, &h.Tool, &h.Hash, &h.Automatic, &h.Severity, &h.Changes, &h.By, &h.Reason, &h.At)
+	err := r.Scan(&h.ServerID, &h.Tool, &h.Hash, &h.Automatic, &h.Severity, &h.Changes, &h.By, &h.Rule, &h.Reason, &h.At)
 	h.At = h.At.UTC()
 	if len(h.Changes) == 0 {
 		h.Changes = nil
@@ -432,12 +433,12 @@ func (s *store) Hold(ctx context.Context, q toolstate.Quarantine) error {
 		return err
 	}
 	return s.write(ctx, fmt.Sprintf("quarantining tool %q of server %q", q.Tool, q.ServerID), func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, reason, quarantined_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		_, err := tx.Exec(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 			ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, automatic = excluded.automatic,
 			severity = excluded.severity, changes = excluded.changes, quarantined_by = excluded.quarantined_by,
-			reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
-			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, changes(q.Changes), q.By, q.Reason, q.At)
+			rule = excluded.rule, reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
+			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, changes(q.Changes), q.By, q.Rule, q.Reason, q.At)
 		if err != nil {
 			return false, fmt.Errorf("tool_quarantines: %w", err)
 		}

@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS tool_quarantines (
 	severity TEXT NOT NULL,
 	changes TEXT NOT NULL,
 	quarantined_by TEXT NOT NULL,
+	rule TEXT NOT NULL,
 	reason TEXT NOT NULL,
 	quarantined_at TEXT NOT NULL,
 	PRIMARY KEY (server_id, tool)
@@ -249,7 +250,7 @@ func observations(ctx context.Context, q queryer, where string, args []any) ([]t
 }
 
 func quarantines(ctx context.Context, q queryer, where string, args []any) ([]toolstate.Quarantine, error) {
-	rs, err := q.QueryContext(ctx, `SELECT server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, reason, quarantined_at FROM tool_quarantines`+where, args...)
+	rs, err := q.QueryContext(ctx, `SELECT server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at FROM tool_quarantines`+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tool_quarantines: %w", err)
 	}
@@ -258,7 +259,7 @@ func quarantines(ctx context.Context, q queryer, where string, args []any) ([]to
 	for rs.Next() {
 		var h toolstate.Quarantine
 		var changes, at string
-		if err := rs.Scan(&h.ServerID, &h.Tool, &h.Hash, &h.Automatic, &h.Severity, &changes, &h.By, &h.Reason, &at); err != nil {
+		if err := rs.Scan(&h.ServerID, &h.Tool, &h.Hash, &h.Automatic, &h.Severity, &changes, &h.By, &h.Rule, &h.Reason, &at); err != nil {
 			return nil, fmt.Errorf("tool_quarantines: %w", err)
 		}
 		if h.Changes, err = rows.DecodeChanges(changes); err == nil {
@@ -437,12 +438,12 @@ func (s *store) Hold(ctx context.Context, q toolstate.Quarantine) error {
 		return err
 	}
 	return s.write(ctx, fmt.Sprintf("quarantining tool %q of server %q", q.Tool, q.ServerID), func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, reason, quarantined_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, automatic = excluded.automatic,
 			severity = excluded.severity, changes = excluded.changes, quarantined_by = excluded.quarantined_by,
-			reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
-			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, rows.EncodeChanges(q.Changes), q.By, q.Reason, formatTime(q.At))
+			rule = excluded.rule, reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
+			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, rows.EncodeChanges(q.Changes), q.By, q.Rule, q.Reason, formatTime(q.At))
 		if err != nil {
 			return false, fmt.Errorf("tool_quarantines: %w", err)
 		}

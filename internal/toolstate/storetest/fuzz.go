@@ -29,7 +29,7 @@ func RoundTrip(t *testing.T, s, other toolstate.Store, server, tool string, def 
 	if len(def) == 0 {
 		obs.Removed, obs.Hash, obs.Definition = true, "", nil
 	}
-	q := toolstate.Quarantine{ServerID: server, Tool: tool, Hash: obs.Hash, Severity: text, Changes: []string{text, text}, By: text, Reason: text, At: at(2)}
+	q := toolstate.Quarantine{ServerID: server, Tool: tool, Hash: obs.Hash, Severity: text, Changes: []string{text, text}, By: text, Rule: text, Reason: text, At: at(2)}
 	v := version(t, s)
 	err := s.Observe(ctx, []toolstate.Observation{obs})
 	if err == nil {

@@ -198,7 +198,7 @@ func testRoundTrip(t *testing.T, open func() toolstate.Store) {
 	ob.Changes = []string{"externality_changed_to_external", "effect_added_share", "scope_added_external_share"}
 	ob.By = "gw-2"
 	q := toolstate.Quarantine{ServerID: "srv", Tool: "read_file", Hash: ob.Hash, Automatic: true,
-		Severity: "critical", Changes: []string{"effect_added_share"}, By: "gw-2", Reason: "critical drift", At: at(3)}
+		Severity: "critical", Changes: []string{"effect_added_share"}, By: "gw-2", Rule: "high_risk_externality_drift", Reason: "critical drift", At: at(3)}
 	if err := a.Observe(ctx, []toolstate.Observation{ob}); err != nil {
 		t.Fatalf("Observe: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/test/harness"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -520,5 +521,51 @@ func TestListChangedAddedRenamed(t *testing.T) {
 				t.Errorf("server calls %v", calls)
 			}
 		})
+	}
+}
+
+// TestTwoGatewaysSharePostgres: two gatehouse processes share one
+// PostgreSQL --state. The first takes the baselines at its first listing;
+// the second's server lists the drifted definition, which it quarantines;
+// the first then holds the tool too (it polls the shared store), and
+// marks it in its next listing, though its own server never changed.
+func TestTwoGatewaysSharePostgres(t *testing.T) {
+	dsn := harness.PostgresSchema(t, "drift_e2e")
+	base := readTool(t, "publish_artifact.baseline.json")
+	cur := readTool(t, "publish_artifact.current.json")
+	args := []string{"--state", dsn, "--policy", filepath.Join(repoRoot, "test", "e2e", "testdata", "drift", "policy.yaml")}
+	a := startDrift(t, t.TempDir(), []map[string]any{echoTool, base}, []map[string]any{echoTool, base}, 0, args...)
+	if got := a.list(); got["publish_artifact"] == nil {
+		t.Fatalf("gateway A's listing: %v", got)
+	}
+	if msg := a.call("publish_artifact", obj{"path": "p"}); msg != "" {
+		t.Fatalf("gateway A, before the drift: %s", msg)
+	}
+	b := startDrift(t, t.TempDir(), []map[string]any{echoTool, cur}, []map[string]any{echoTool, cur}, 0, args...)
+	if pa := b.list()["publish_artifact"]; pa == nil || !strings.HasPrefix(pa.Description, "[QUARANTINED") {
+		t.Fatalf("gateway B did not hold the drifted tool: %+v", pa)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	msg, allowed := "", 1
+	for time.Now().Before(deadline) {
+		if msg = a.call("publish_artifact", obj{"path": "p"}); msg != "" {
+			break
+		}
+		allowed++ // A has not polled the store yet (at most a second)
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(msg, "quarantined") || !strings.Contains(msg, "high_risk_externality_drift") {
+		t.Fatalf("gateway A after B's quarantine: %q", msg)
+	}
+	if pa := a.list()["publish_artifact"]; pa == nil || !strings.HasPrefix(pa.Description, "[QUARANTINED") {
+		t.Errorf("gateway A's listing does not mark the tool B holds: %+v", pa)
+	}
+	a.close()
+	b.close()
+	if n := strings.Count(strings.Join(a.serverCalls(), " "), "publish_artifact"); n != allowed {
+		t.Errorf("gateway A forwarded %d calls to publish_artifact, want the %d it answered before the hold", n, allowed)
+	}
+	if calls := b.serverCalls(); slices.Contains(calls, "publish_artifact") {
+		t.Errorf("gateway B forwarded a call: %v", calls)
 	}
 }

@@ -127,6 +127,10 @@ func TestCompareKinds(t *testing.T) {
 		{name: "metadata downgraded", base: decl("", nil),
 			cur:  `{"name":"frob","description":"Frobs.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`,
 			kind: "metadata_downgraded", sev: Moderate},
+		// The declaration is gone and nothing else says where the tool
+		// reaches: the unknown default, external, is no guess.
+		{name: "declaration removed", base: decl("", nil), cur: `{"name":"frob","description":"Frobs.","inputSchema":{"type":"object"}}`,
+			kind: "externality_changed_to_external", sev: Critical, result: Critical},
 		// Heuristics: the cap.
 		{name: "heuristic externality", base: decl("", nil), cur: strings.Replace(decl("", nil), "Frobs.", "Frobs a web page by url.", 1),
 			kind: "externality_changed_to_external", sev: Moderate, heuristic: true, result: Moderate},

@@ -118,3 +118,28 @@ func TestCanonicalErrors(t *testing.T) {
 		t.Errorf("Parse: %v", err)
 	}
 }
+
+// TestHashStableListing: two tools/list results that differ only in
+// whitespace, member order and _meta members outside the definition give
+// every tool the same hash.
+func TestHashStableListing(t *testing.T) {
+	a := `{"tools":[{"name":"a","inputSchema":{"type":"object","required":["x"],"properties":{"x":{"type":"string"}}}},` +
+		`{"name":"b","description":"B","annotations":{"readOnlyHint":true,"openWorldHint":false},"_meta":{"interlock.externality":"internal"}}]}`
+	b := "{\n  \"tools\": [\n    {\"inputSchema\": {\"properties\": {\"x\": {\"type\": \"string\"}}, \"required\": [\"x\"], \"type\": \"object\"}, \"name\": \"a\", \"_meta\": {\"vendor\": 1}},\n" +
+		"    {\"_meta\": {\"interlock.externality\": \"internal\", \"trace\": \"t\"}, \"annotations\": {\"openWorldHint\": false, \"readOnlyHint\": true}, \"description\": \"B\", \"name\": \"b\"}\n  ],\n  \"nextCursor\": \"c\"\n}"
+	ta, _, err := mcp.ParseToolsPage([]byte(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _, err := mcp.ParseToolsPage([]byte(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ta {
+		ha, errA := Hash(ta[i])
+		hb, errB := Hash(tb[i])
+		if errA != nil || errB != nil || ha != hb {
+			t.Errorf("tool %d: %s %v, %s %v", i, ha, errA, hb, errB)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
@@ -367,4 +368,14 @@ func CompareListing(baselines map[string]mcp.Tool, listed []mcp.Tool, o Options)
 		}
 	}
 	return l
+}
+
+// DriftResult returns r as a decision's drift_result (evidence.md §6):
+// its severity's name, its action and its Decisive kinds; nil when r is
+// None (a decision without drift has no drift_result).
+func (r Result) DriftResult() *evidence.DriftResult {
+	if r.Severity == None {
+		return nil
+	}
+	return &evidence.DriftResult{Severity: r.Severity.String(), Action: r.Action, Changes: r.Decisive()}
 }

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"sort"
 	"strconv"
@@ -326,6 +327,11 @@ func CompareListing(baselines map[string]mcp.Tool, listed []mcp.Tool, o Options)
 	sort.Strings(gone)
 	// Rename candidates: hashes name aside.
 	nameless := func(t mcp.Tool) string {
+		if !distinctive(t) {
+			// Two bare definitions ({"inputSchema":{"type":"object"}})
+			// are alike by chance, not by a rename.
+			return ""
+		}
 		c, err := canonical(t, false)
 		if err != nil {
 			return ""
@@ -378,4 +384,17 @@ func (r Result) DriftResult() *evidence.DriftResult {
 		return nil
 	}
 	return &evidence.DriftResult{Severity: r.Severity.String(), Action: r.Action, Changes: r.Decisive()}
+}
+
+// distinctive reports whether t's definition, name aside, says enough to
+// tell a rename from a coincidence: a description, or an inputSchema with
+// at least one property.
+func distinctive(t mcp.Tool) bool {
+	if t.Description != "" {
+		return true
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	return json.Unmarshal(t.InputSchema, &s) == nil && len(s.Properties) > 0
 }

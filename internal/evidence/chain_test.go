@@ -149,7 +149,6 @@ func TestChainTracker(t *testing.T) {
 	}
 }
 
-
 func checkChainResult(t *testing.T, i int, res ChainResult, want string) {
 	t.Helper()
 	for _, w := range res.Warnings {

@@ -192,3 +192,34 @@ func TestToolReceiptFileFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestSwapPairsFlag: each pair of calls is answered in reverse, with the
+// receipts numbered in request order; a tracker that saw both calls sent
+// finds nothing wrong.
+func TestSwapPairsFlag(t *testing.T) {
+	rs := exchange(t, mustConfig(t, "--swap-pairs"), call("1", "unsigned", `{}`), call("2", "unsigned", `{}`), call("3", "unsigned", `{}`), call("4", "unsigned", `{}`))
+	var ids []string
+	tr := evidence.NewChainTracker()
+	tickets := map[string]evidence.ChainTicket{}
+	for _, id := range []string{"1", "2", "3", "4"} {
+		tickets[id] = tr.Sent()
+	}
+	for _, res := range rs {
+		ids = append(ids, string(res.ID))
+		raw, _, _ := evidence.Find(res.Result, evidence.DefaultReceiptKeys)
+		r, _, err := evidence.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int64{"1": 1, "2": 2, "3": 3, "4": 4}[string(res.ID)]; *r.LedgerSeq != want {
+			t.Errorf("response %s: ledger_seq %d", res.ID, *r.LedgerSeq)
+		}
+		h, _ := evidence.Hash(raw)
+		if c := tr.Arrived(tickets[string(res.ID)], "receiptserver", r, h); c.Tampered {
+			t.Errorf("response %s: %+v", res.ID, c)
+		}
+	}
+	if !reflect.DeepEqual(ids, []string{"2", "1", "4", "3"}) {
+		t.Errorf("responses in order %v", ids)
+	}
+}

@@ -7,7 +7,8 @@
 // # Protocol
 //
 // It reads newline-delimited JSON-RPC messages of any length on stdin and
-// answers each request on stdout, one line per message, in order. Response
+// answers each request on stdout, one line per message, in order (but see
+// --swap-pairs). Response
 // ids are the request's id bytes copied raw (12345678901234567890 and 1.0e2
 // survive unchanged). It answers initialize (echoing the requested
 // protocolVersion, default 2025-06-18), ping, tools/list (one page) and
@@ -74,6 +75,12 @@
 //     previous_hash, like the first); the third is 2, linking to the first;
 //   - broken: the second receipt's previous_hash is the hash of {}.
 //
+// --swap-pairs holds the response to every first tools/call of a pair and
+// writes it after the response to the second, as a concurrent server
+// answering out of order would: receipts are numbered in request order,
+// so the gateway sees ledger_seq 2 before 1, 4 before 3, and so on. A
+// client must send the second call without waiting for the first.
+//
 // --tool-hashes none|match|mismatch: receipts carry no tool_schema_hash and
 // tool_description_hash (default), the hashes of the listed tool, or
 // hashes of another schema and description.
@@ -102,6 +109,7 @@
 //	--tool-hashes WHICH       none, match or mismatch (see above)
 //	--tool-receipts           tools/list declarations are full receipts
 //	--tool-receipt-file FILE  one more tool listed with FILE's receipt
+//	--swap-pairs              answer each two tools/call in reverse order
 //
 // The matching Gatehouse keys file has, for the server id, the base64 of
 // the Ed25519 public key (printed on stderr at start when a seed is given)
@@ -151,7 +159,10 @@ type config struct {
 	// full receipt.
 	toolReceipts bool
 	// extraTool is the --tool-receipt-file receipt (compacted), nil without.
-	extraTool  []byte
+	extraTool []byte
+	// swapPairs (--swap-pairs): of each two tools/call responses, the
+	// second is written first.
+	swapPairs  bool
 	edKey      ed25519.PrivateKey // nil without --ed25519-seed-hex
 	hmacSecret []byte             // nil without --hmac-secret
 	alg        string             // "" when no key is configured
@@ -169,6 +180,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&now, "now", "", "fixed RFC 3339 issued_at")
 	fs.StringVar(&c.chain, "chain", chainOK, "receipt chain: ok, none, gap, repeat or broken (the fault is in the second receipt)")
 	fs.StringVar(&c.toolHashes, "tool-hashes", "none", "tool_schema_hash and tool_description_hash in receipts: none, match or mismatch")
+	fs.BoolVar(&c.swapPairs, "swap-pairs", false, "answer each pair of tools/call requests in reverse order (the receipts are numbered in request order)")
 	fs.BoolVar(&c.toolReceipts, "tool-receipts", false, "make every tools/list declaration a full (tool-level) receipt")
 	fs.StringVar(&extra, "tool-receipt-file", "", "list one more tool whose security _meta is this file's receipt (compacted)")
 	if err := fs.Parse(args); err != nil {

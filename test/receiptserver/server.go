@@ -53,6 +53,7 @@ type server struct {
 	schemaHash string
 	descHashes map[string]string
 	extraName  string // the --tool-receipt-file tool's name, "" without
+	held       []byte // --swap-pairs: the response line held back
 }
 
 // run serves stdin until EOF.
@@ -211,6 +212,21 @@ func (s *server) handle(line []byte) error {
 		result, err := s.call(m)
 		if err != nil {
 			return s.writeError(m.ID, codeInvalidParams, err.Error())
+		}
+		if s.cfg.swapPairs {
+			// Concurrent calls answered out of order: the first of each
+			// pair is answered after the second.
+			line := slices.Concat([]byte(`{"jsonrpc":"2.0","id":`), m.ID, []byte(`,"result":`), result, []byte("}\n"))
+			if s.held == nil {
+				s.held = line
+				return nil
+			}
+			held := s.held
+			s.held = nil
+			if err := s.write(line); err != nil {
+				return err
+			}
+			return s.write(held)
 		}
 		return s.writeResult(m.ID, result)
 	}

@@ -200,6 +200,7 @@ func (t *ChainTracker) observe(key chainKey, n int64, prev, hash string, sent, n
 		}
 	}
 	// The link to the predecessor.
+	pending := false
 	predHash, predKnown := "", false
 	if l, ok := c.links[n-1]; ok {
 		predHash, predKnown = l.hash, true
@@ -210,7 +211,7 @@ func (t *ChainTracker) observe(key chainKey, n int64, prev, hash string, sent, n
 	case !predKnown && n-1 <= c.optTop:
 		// The predecessor is before the chain's start: not seen.
 	case !predKnown:
-		res.Warnings = append(res.Warnings, ChainPending)
+		pending = true // said below unless the receipt makes a gap
 	case prev == "":
 		tampered("previous_hash missing after ledger_seq " + itoa(n-1))
 	case predHash == "":
@@ -241,6 +242,9 @@ func (t *ChainTracker) observe(key chainKey, n int64, prev, hash string, sent, n
 		if s > base {
 			holes--
 		}
+	}
+	if pending && holes <= int64(others) {
+		res.Warnings = append(res.Warnings, ChainPending)
 	}
 	if holes > int64(others) {
 		tampered("gap: " + c.missing(base) + " missing before ledger_seq " + itoa(c.hi))

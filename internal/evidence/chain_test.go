@@ -166,6 +166,9 @@ func checkChainResult(t *testing.T, i int, res ChainResult, want string) {
 			t.Errorf("step %d: got %+v, want only pending", i, res)
 		}
 	case kind == "tampered":
+		if slices.Contains(res.Warnings, ChainPending) {
+			t.Errorf("step %d: tampered and pending: %+v", i, res)
+		}
 		if !res.Tampered || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, sub) }) {
 			t.Errorf("step %d: got %+v, want tampered with %q", i, res, sub)
 		}

@@ -17,6 +17,14 @@
 // as received (server_receipt_base64) or as synthesized. The lineage
 // server_receipt_id -> gateway_decision_id -> audit_event_id is walkable
 // both ways from the stored payloads (docs/ledger.md, "Per-call records").
+//
+// The server's own evidence is checked too (docs/evidence.md §2): a
+// receipt's tool_schema_hash and tool_description_hash against the
+// gateway's hashes of the listed tool (conflicts), its chain (ledger_id,
+// ledger_seq, previous_hash) across the session's calls
+// (evidence.ChainTracker: a repeat, a gap or a broken link is tampered),
+// and a tool-level receipt (a full receipt in the listed tool's security
+// _meta) is referenced by the decision records of calls to that tool.
 package audit
 
 import (
@@ -180,7 +188,12 @@ type state struct {
 // Decided queues the decision record of one tools/call (one ledger entry of
 // kind gateway_decision, whose record_id is the record's audit_event_id)
 // and returns a wait that returns once it is durable in the ledger. A denied call's receipt has response_scan_result
-// not_run. The wait's errors are the ledger's (wrapped): the gateway then
+// not_run. When c.Tool (Known) lists a tool-level server receipt in its
+// security _meta (evidence.FindToolReceipt), the record references it as
+// server_receipt_id, with its status, hash and bytes as listed: so does a
+// decision made before forwarding (deny, quarantine). A forwarded call
+// with an id takes its place in the server's receipt chain here, before
+// it can reach the server. The wait's errors are the ledger's (wrapped): the gateway then
 // fails closed as configured. c.Arguments and c.Meta are read before
 // Decided returns, never after.
 func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {

@@ -309,3 +309,51 @@ func TestToolLevelReceipt(t *testing.T) {
 		}
 	})
 }
+
+// TestServerEvidenceReachesPolicy: tool hash conflicts count in
+// receipt.conflicts and a broken chain is receipt.status "tampered" for
+// the policy's receipt rules.
+func TestServerEvidenceReachesPolicy(t *testing.T) {
+	pol, err := policy.Parse("r.yaml", []byte(`name: r
+version: "1"
+rules:
+  - id: no_conflicting_receipts
+    when: receipt.conflicts >= 2
+    action: deny
+    reason: the receipt disagrees with the listed tool
+  - id: no_tampered_receipts
+    when: receipt.status == "tampered"
+    action: deny
+    reason: the receipt chain is broken
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := evidence.HashPrefix + strings.Repeat("0", 64)
+	led := &memLedger{}
+	r, err := New(Config{Ledger: led, Keys: keys(), GatewayID: "gw", Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := call(true)
+	if err := r.Decided(c)(); err != nil {
+		t.Fatal(err)
+	}
+	res := signedResult(t, func(m map[string]any) { m["tool_schema_hash"], m["tool_description_hash"] = other, other })
+	if withhold, why := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})(); !withhold || why != "the receipt disagrees with the listed tool" {
+		t.Errorf("tool hash conflicts: withhold %v (%q)", withhold, why)
+	}
+	res1, _ := chainedResult(t, 1, "")
+	res2, _ := chainedResult(t, 2, other)
+	for i, res := range [][]byte{res1, res2} {
+		c := call(true)
+		c.ID = jsonrpc.NewID(fmt.Appendf(nil, "%d", i+10))
+		if err := r.Decided(c)(); err != nil {
+			t.Fatal(err)
+		}
+		withhold, why := r.Responded(c, &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: res})()
+		if withhold != (i == 1) || i == 1 && why != "the receipt chain is broken" {
+			t.Errorf("chain receipt %d: withhold %v (%q)", i+1, withhold, why)
+		}
+	}
+}

@@ -240,7 +240,7 @@ func TestDraftExampleFlow(t *testing.T) {
 	base := readTool(t, "publish_artifact.baseline.json")
 	cur := readTool(t, "publish_artifact.current.json")
 	r := startDrift(t, dir, []map[string]any{echoTool, base}, []map[string]any{echoTool, cur}, 1,
-		"--policy", filepath.Join(repoRoot, "test", "e2e", "testdata", "drift", "policy.yaml"))
+		"--policy", examplePolicy(t, "drift-review.yaml"))
 
 	first := r.list()
 	if first["publish_artifact"] == nil || strings.Contains(first["publish_artifact"].Description, "QUARANTINED") {
@@ -533,7 +533,7 @@ func TestTwoGatewaysSharePostgres(t *testing.T) {
 	dsn := harness.PostgresSchema(t, "drift_e2e")
 	base := readTool(t, "publish_artifact.baseline.json")
 	cur := readTool(t, "publish_artifact.current.json")
-	args := []string{"--state", dsn, "--policy", filepath.Join(repoRoot, "test", "e2e", "testdata", "drift", "policy.yaml")}
+	args := []string{"--state", dsn, "--policy", examplePolicy(t, "drift-review.yaml")}
 	a := startDrift(t, t.TempDir(), []map[string]any{echoTool, base}, []map[string]any{echoTool, base}, 0, args...)
 	if got := a.list(); got["publish_artifact"] == nil {
 		t.Fatalf("gateway A's listing: %v", got)

@@ -569,3 +569,58 @@ func TestTwoGatewaysSharePostgres(t *testing.T) {
 		t.Errorf("gateway B forwarded a call: %v", calls)
 	}
 }
+
+// TestListingHides: with drift.listing: hide a quarantined tool is left
+// out of the client's tools/list (and still refused if called by name),
+// and with drift.hide_denied the tools the policy denies to the caller's
+// role are left out too; every other tool definition is relayed byte for
+// byte.
+func TestListingHides(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(`name: hide
+version: '1'
+drift:
+  listing: hide
+  hide_denied: true
+rules:
+  - id: readonly_agent_no_mutating_tools
+    action: deny
+    reason: readonly_agent cannot call tools that are not read-only
+    when: principal.role == "readonly_agent" && tool.side_effect != "read_only"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writer := obj{"name": "write_note", "description": "Write a note.", "inputSchema": schema(obj{"text": obj{"type": "string"}}),
+		"annotations": obj{"readOnlyHint": false, "destructiveHint": false}}
+	base := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	cur := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), with(readOnlyInternal, "externality", "external"))
+	r := startDrift(t, dir, []map[string]any{echoTool, writer, base}, []map[string]any{echoTool, writer, cur}, 1,
+		"--policy", policy, "--role", "readonly_agent")
+	first := r.list()
+	if first["write_note"] != nil || first["echo"] == nil || first["lookup"] == nil {
+		t.Fatalf("first listing: want echo and lookup, write_note hidden: %v", keys(first))
+	}
+	second := r.list()
+	if second["lookup"] != nil || second["write_note"] != nil || second["echo"] == nil {
+		t.Fatalf("second listing: want only echo: %v", keys(second))
+	}
+	if msg := r.call("lookup", obj{"word": "x"}); !strings.Contains(msg, "quarantined") {
+		t.Errorf("the hidden quarantined tool called by name: %q", msg)
+	}
+	if msg := r.call("write_note", obj{"text": "x"}); !strings.Contains(msg, "readonly_agent_no_mutating_tools") {
+		t.Errorf("the hidden denied tool called by name: %q", msg)
+	}
+	if desc := second["echo"].Description; desc != "Echo the arguments." {
+		t.Errorf("echo's definition changed in the rewritten listing: %q", desc)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

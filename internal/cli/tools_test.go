@@ -561,6 +561,12 @@ func TestToolsQuarantineRelease(t *testing.T) {
 	if q := f.tool(t, "srv", "later").Quarantine; q == nil || q.Hash != "" {
 		t.Errorf("hold by name: %+v", q)
 	}
+	// Its diff has nothing to show: exit 1, the hold named.
+	out, errOut, code = runToolsCLI(t, "tools", "diff", "srv", "later", "--state", f.state)
+	wantCode(t, code, 1, out, errOut)
+	if !strings.Contains(out, "quarantined (manual): any definition, by carol") || !strings.Contains(errOut, "no definition listed yet") {
+		t.Errorf("diff of a tool held by name: %s / %s", out, errOut)
+	}
 	// Release.
 	out, errOut, code = runToolsCLI(t, "tools", "release", "srv", "stable", "--state", f.state, "--ledger-key", f.skey, "--by", "carol", "--reason", "incident closed")
 	wantCode(t, code, 0, out, errOut)
@@ -642,6 +648,7 @@ func TestToolsRefusals(t *testing.T) {
 		{"bad color", nil, []string{"tools", "diff", "srv", "stable", "--state", f.state, "--color", "sometimes"}, 64, "want auto, always or never"},
 		{"unknown flag", nil, []string{"tools", "list", "--state", f.state, "--nope"}, 64, "unknown flag"},
 		{"unknown subcommand", nil, []string{"tools", "aprove"}, 64, "unknown command"},
+		{"unreadable ledger key", nil, []string{"tools", "approve", "srv", "publish_artifact", "--state", f.state, "--ledger-key", filepath.Join(dir, "none.skey"), "--hash", f.curHash, "--by", "a", "--reason", "r"}, 2, "--ledger-key"},
 		{"missing state", nil, []string{"tools", "quarantine", "srv", "t", "--state", missing, "--by", "a", "--reason", "r"}, 2, "no tool state at " + missing},
 		{"missing state list", nil, []string{"tools", "list", "--state", missing}, 2, "no tool state at"},
 		{"other URL", nil, []string{"tools", "list", "--state", "sqlite:///x.db"}, 2, "--state sqlite:"},

@@ -95,11 +95,11 @@ func toolsArgs(name string) cobra.PositionalArgs {
 	}
 }
 
-// openToolState opens the tool-state store at state (default
+// toolsOpenState opens the tool-state store at state for the tools commands (default
 // ledger.DefaultPath, as wrap). A SQLite file must exist already: a
 // mistyped --state must not create a database that no gateway reads,
 // where a quarantine would hold nothing. Failures are exit 2.
-func openToolState(ctx context.Context, state string) (toolstate.Store, string, error) {
+func toolsOpenState(ctx context.Context, state string) (toolstate.Store, string, error) {
 	dsn, err := ledgerState(state)
 	if err != nil {
 		return nil, "", &exitError{code: toolsExitUnreadable, err: fmt.Errorf("--state: %w", err)}
@@ -366,7 +366,7 @@ quarantine objects (null when absent; docs/drift.md).`,
 				return toolsUsage("tools list: --format %q: want table or json", format)
 			}
 			ctx := context.Background()
-			s, dsn, err := openToolState(ctx, state)
+			s, dsn, err := toolsOpenState(ctx, state)
 			if err != nil {
 				return err
 			}
@@ -506,7 +506,7 @@ the state cannot be read, 64 usage.`,
 				return toolsUsage("tools diff: --color %q: want auto, always or never", color)
 			}
 			ctx := context.Background()
-			s, _, err := openToolState(ctx, state)
+			s, _, err := toolsOpenState(ctx, state)
 			if err != nil {
 				return err
 			}
@@ -652,7 +652,7 @@ read or written, 64 usage.`,
 				return err
 			}
 			ctx := context.Background()
-			s, dsn, err := openToolState(ctx, f.state)
+			s, dsn, err := toolsOpenState(ctx, f.state)
 			if err != nil {
 				return err
 			}
@@ -744,7 +744,7 @@ Exit status: 0 held, 2 the state or the ledger cannot be read or written,
 				return err
 			}
 			ctx := context.Background()
-			s, dsn, err := openToolState(ctx, f.state)
+			s, dsn, err := toolsOpenState(ctx, f.state)
 			if err != nil {
 				return err
 			}
@@ -816,7 +816,7 @@ Exit status: 0 released, 1 the tool is not quarantined (nothing changed),
 				return err
 			}
 			ctx := context.Background()
-			s, dsn, err := openToolState(ctx, f.state)
+			s, dsn, err := toolsOpenState(ctx, f.state)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,14 @@
 // as received (server_receipt_base64) or as synthesized. The lineage
 // server_receipt_id -> gateway_decision_id -> audit_event_id is walkable
 // both ways from the stored payloads (docs/ledger.md, "Per-call records").
+//
+// The server's own evidence is checked too (docs/evidence.md §2): a
+// receipt's tool_schema_hash and tool_description_hash against the
+// gateway's hashes of the listed tool (conflicts), its chain (ledger_id,
+// ledger_seq, previous_hash) across the session's calls
+// (evidence.ChainTracker: a repeat, a gap or a broken link is tampered),
+// and a tool-level receipt (a full receipt in the listed tool's security
+// _meta) is referenced by the decision records of calls to that tool.
 package audit
 
 import (
@@ -51,6 +59,11 @@ const (
 // with a warning, so that the record stays within ledger.MaxPayload once
 // base64-encoded.
 const maxStoredReceipt = 512 << 10
+
+// WarnToolHashesNotCompared is the outcome warning of a receipt that
+// carries tool_schema_hash or tool_description_hash for a tool the
+// gateway has not seen listed: there is nothing to compare them with.
+const WarnToolHashesNotCompared = "receipt tool_schema_hash and tool_description_hash not compared: tool not listed by the server"
 
 // RuleReceiptRequirement is the matched_rule of an outcome that
 // receipts.require denied or monitored.
@@ -119,6 +132,9 @@ type Recorder struct {
 	log       *slog.Logger
 	tools     *toolCache
 	deadlines *deadlines
+	// chains follows the server's receipt chain across the session's
+	// calls (evidence.ChainTracker).
+	chains *evidence.ChainTracker
 }
 
 var _ gateway.Evidence = (*Recorder)(nil)
@@ -154,7 +170,7 @@ func New(cfg Config) (*Recorder, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{cfg: cfg, log: lg, tools: newToolCache(), deadlines: newDeadlines(cfg.Timeout)}, nil
+	return &Recorder{cfg: cfg, log: lg, tools: newToolCache(cfg.Keys), deadlines: newDeadlines(cfg.Timeout), chains: evidence.NewChainTracker()}, nil
 }
 
 // state is what Decided leaves on the gateway.Call for Responded.
@@ -164,12 +180,20 @@ type state struct {
 	// tool is the facts of the call's tool definition; nil means
 	// Responded looks them up.
 	tool *toolFacts
+	// ticket is the call's place among the forwarded calls, for the
+	// receipt chain (zero when not forwarded).
+	ticket evidence.ChainTicket
 }
 
 // Decided queues the decision record of one tools/call (one ledger entry of
 // kind gateway_decision, whose record_id is the record's audit_event_id)
 // and returns a wait that returns once it is durable in the ledger. A denied call's receipt has response_scan_result
-// not_run. The wait's errors are the ledger's (wrapped): the gateway then
+// not_run. When c.Tool (Known) lists a tool-level server receipt in its
+// security _meta (evidence.FindToolReceipt), the record references it as
+// server_receipt_id, with its status, hash and bytes as listed: so does a
+// decision made before forwarding (deny, quarantine). A forwarded call
+// with an id takes its place in the server's receipt chain here, before
+// it can reach the server. The wait's errors are the ledger's (wrapped): the gateway then
 // fails closed as configured. c.Arguments and c.Meta are read before
 // Decided returns, never after.
 func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
@@ -199,6 +223,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		warnings = append(warnings, tf.schemaWarning)
 	}
 	warnings = append(warnings, tf.intent.Warnings()...) // metadata_conflict:<field> (evidence.md §4)
+	warnings = append(warnings, c.DriftWarnings...)      // the tool's drift (docs/drift.md)
 	d := c.Decision
 	if d.Shadow != nil {
 		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
@@ -219,6 +244,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		MetadataConfidence:  tf.confidence,
 		Warnings:            warnings,
 		ArgumentScanResult:  argumentScan(c.ArgumentScan, argKeys),
+		DriftResult:         c.DriftResult,
 		ShadowMode:          false,
 		AuditEventID:        evidence.NewAuditEventID(),
 		InputHash:           inputHash,
@@ -229,14 +255,35 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 	if !c.Forwarded {
 		rc.ResponseScanResult = evidence.HeldResponseScan()
 	}
-	c.State = &state{
+	if tr := tf.receipt; tr != nil {
+		// The listed tool's own server receipt, issued before any call:
+		// the evidence this decision (made before forwarding, be it a
+		// deny or a quarantine) rests on, referenced and kept as listed.
+		rc.ServerReceiptID = tr.id
+		rc.ServerReceiptStatus = tr.status
+		rc.ServerReceiptHash = tr.hash
+		if len(tr.raw) <= maxStoredReceipt {
+			rc.ServerReceiptBase64 = base64.StdEncoding.EncodeToString(tr.raw)
+		} else {
+			rc.Warnings = append(rc.Warnings, fmt.Sprintf("%sof %d bytes not stored (limit %d); referenced by id and hash", toolReceiptWarning, len(tr.raw), maxStoredReceipt))
+		}
+		rc.Warnings = append(rc.Warnings, tr.warnings...)
+	}
+	st := &state{
 		receipt: rc,
 		tool:    tf,
 		facts: evidence.CallFacts{
 			ServerID: c.ServerID, ToolName: c.Name, ToolCallID: c.ToolCallID,
 			InputHash: inputHash, ArgumentKeys: argKeys,
+			ToolSchemaHash: tf.schemaHash, ToolDescriptionHash: tf.descHash,
 		},
 	}
+	if c.Forwarded && c.ID.Present() {
+		// Before the call can reach the server: a receipt lower than one
+		// that arrives later is then known to be possible.
+		st.ticket = r.chains.Sent()
+	}
+	c.State = st
 	return r.write(KindGatewayDecision, rc)
 }
 
@@ -331,6 +378,9 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		cs := evidence.Conflicts(sr, facts)
 		conflicts = len(cs)
 		rc.Warnings = append(rc.Warnings, cs...)
+		if !c.Known && (sr.ToolSchemaHash != "" || sr.ToolDescriptionHash != "") {
+			rc.Warnings = append(rc.Warnings, WarnToolHashesNotCompared)
+		}
 	}
 	tf := st.tool
 	if tf == nil {
@@ -349,6 +399,16 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 			rc.ServerReceiptHash = h
 		} else {
 			rc.Warnings = append(rc.Warnings, "server_receipt_hash not computed: "+errorClass(err))
+		}
+	}
+	// The server's receipt chain (ledger_id, ledger_seq, previous_hash),
+	// followed across the session's calls: a repeat, a gap or a broken
+	// link is tampered (evidence.md §2). Every forwarded call arrives
+	// here once, with or without a receipt.
+	if ch := r.chains.Arrived(st.ticket, c.ServerID, sr, rc.ServerReceiptHash); ch.Tampered || len(ch.Warnings) > 0 {
+		rc.Warnings = append(rc.Warnings, ch.Warnings...)
+		if ch.Tampered {
+			status = evidence.StatusTampered
 		}
 	}
 	synthesized := false

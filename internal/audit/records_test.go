@@ -186,7 +186,9 @@ func checkRecords(t *testing.T, m *memLedger) {
 		}
 		switch e.Kind {
 		case KindGatewayDecision:
-			if rc.Phase != evidence.PhaseDecision || rc.CompletesDecisionID != "" || rc.ServerReceiptBase64 != "" || rc.SynthesizedReceipt != nil {
+			// A decision record carries a server receipt only when it is
+			// the listed tool's own (tool-level) receipt it references.
+			if rc.Phase != evidence.PhaseDecision || rc.CompletesDecisionID != "" || rc.ServerReceiptBase64 != "" && rc.ServerReceiptID == "" || rc.SynthesizedReceipt != nil {
 				t.Errorf("decision record %s: phase %q completes %q", rc.GatewayDecisionID, rc.Phase, rc.CompletesDecisionID)
 			}
 			decisions[rc.GatewayDecisionID] = &rc

@@ -29,6 +29,76 @@ type toolFacts struct {
 	// same values; confidence is evidence.Confidence(intent, 0).
 	intent     evidence.ToolIntent
 	confidence float64
+	// receipt is the tool-level server receipt of the listed definition
+	// (evidence.FindToolReceipt), nil when it has none.
+	receipt *toolReceipt
+}
+
+// toolReceipt is a tool-level server receipt (evidence.md §2: a full
+// McpSecurityReceipt in the tools/list entry's security _meta, issued
+// before any call) as the gateway checked it, once per definition: with
+// the same code as a per-call receipt (evidence.Parse, evidence.VerifyAs
+// with the keys of the gateway's server id, evidence.Conflicts on
+// server_id, tool_name and the tool hashes; a tool-level receipt has no
+// call to compare the per-call fields with). Every decision record of a
+// call to that definition references it.
+type toolReceipt struct {
+	// raw is the receipt exactly as listed (a copy).
+	raw []byte
+	// id is its receipt_id, or an mcp_rcpt_unnamed_ id of the gateway's
+	// (made once) when that cannot name it (serverReceiptIDUsable).
+	id string
+	// hash is evidence.Hash(raw), "" when it has no canonical form.
+	hash   string
+	status evidence.Status
+	// warnings are its problems, conflicts and status, prefixed
+	// "tool-level server receipt".
+	warnings []string
+}
+
+// toolReceiptWarning prefixes the warnings of a tool-level receipt.
+const toolReceiptWarning = "tool-level server receipt: "
+
+// newToolReceipt checks the tool-level receipt of c's tool, nil when the
+// tool is not listed or its declaration is not a full receipt.
+func newToolReceipt(c *gateway.Call, keys evidence.Keys, schemaHash, descHash string) *toolReceipt {
+	if !c.Known {
+		return nil
+	}
+	found, ok := evidence.FindToolReceipt(toolObject(&c.Tool))
+	if !ok {
+		return nil
+	}
+	tr := &toolReceipt{raw: bytes.Clone(found)}
+	sr, problems, err := evidence.Parse(tr.raw)
+	if err != nil {
+		sr = nil
+	}
+	for _, p := range problems {
+		tr.warnings = append(tr.warnings, toolReceiptWarning+p.String())
+	}
+	tr.status = evidence.VerifyAs(tr.raw, sr, keys, c.ServerID)
+	if h, err := evidence.Hash(tr.raw); err == nil {
+		tr.hash = h
+	} else {
+		tr.warnings = append(tr.warnings, toolReceiptWarning+"server_receipt_hash not computed: "+errorClass(err))
+	}
+	if sr != nil {
+		for _, w := range evidence.Conflicts(sr, evidence.CallFacts{
+			ServerID: c.ServerID, ToolName: c.Tool.Name, ToolSchemaHash: schemaHash, ToolDescriptionHash: descHash,
+		}) {
+			tr.warnings = append(tr.warnings, toolReceiptWarning+w)
+		}
+		tr.id = sr.ReceiptID
+	}
+	if sr == nil || !serverReceiptIDUsable(tr.id, false) {
+		tr.id = evidence.NewUnnamedReceiptID()
+		tr.warnings = append(tr.warnings, toolReceiptWarning+"no usable receipt_id; referenced as "+tr.id)
+	}
+	if tr.status != evidence.StatusOK {
+		tr.warnings = append(tr.warnings, toolReceiptWarning+"status "+string(tr.status))
+	}
+	return tr
 }
 
 // toolKey is every part of a call that toolFacts depends on: whether the
@@ -36,6 +106,7 @@ type toolFacts struct {
 // _meta and the three annotations Normalize reads. Byte slices are copies.
 type toolKey struct {
 	known                bool
+	server               string
 	name, description    string
 	inputSchema, meta    []byte
 	readOnly, destr, ext hint
@@ -57,17 +128,18 @@ func hintOf(p *bool) hint {
 // keyMatches reports whether c's tool is the one k was made from.
 func (k *toolKey) matches(c *gateway.Call) bool {
 	t := &c.Tool
-	return k.known == c.Known && k.name == t.Name && k.description == t.Description &&
+	return k.known == c.Known && k.server == c.ServerID && k.name == t.Name && k.description == t.Description &&
 		bytes.Equal(k.inputSchema, t.InputSchema) && bytes.Equal(k.meta, t.Meta) &&
 		k.readOnly == hintOf(t.Annotations.ReadOnlyHint) && k.destr == hintOf(t.Annotations.DestructiveHint) &&
 		k.ext == hintOf(t.Annotations.OpenWorldHint)
 }
 
-// newToolFacts computes the facts of c's tool.
-func newToolFacts(c *gateway.Call) *toolFacts {
+// newToolFacts computes the facts of c's tool; keys verify its tool-level
+// receipt.
+func newToolFacts(c *gateway.Call, keys evidence.Keys) *toolFacts {
 	t := &c.Tool
 	f := &toolFacts{key: toolKey{
-		known: c.Known, name: t.Name, description: t.Description,
+		known: c.Known, server: c.ServerID, name: t.Name, description: t.Description,
 		inputSchema: bytes.Clone(t.InputSchema), meta: bytes.Clone(t.Meta),
 		readOnly: hintOf(t.Annotations.ReadOnlyHint), destr: hintOf(t.Annotations.DestructiveHint),
 		ext: hintOf(t.Annotations.OpenWorldHint),
@@ -85,6 +157,7 @@ func newToolFacts(c *gateway.Call) *toolFacts {
 			}
 		}
 		f.descHash, _ = evidence.DescriptionHash(t.Description)
+		f.receipt = newToolReceipt(c, keys, f.schemaHash, f.descHash)
 	}
 	switch {
 	case c.Intent.Sources != nil:
@@ -123,13 +196,14 @@ const maxCachedTools = 512
 // toolKey and checked against the whole key on every hit. Safe for
 // concurrent use.
 type toolCache struct {
+	keys evidence.Keys // verify tool-level receipts
 	seed maphash.Seed
 	mu   sync.RWMutex
 	m    map[uint64]*toolFacts
 }
 
-func newToolCache() *toolCache {
-	return &toolCache{seed: maphash.MakeSeed(), m: make(map[uint64]*toolFacts)}
+func newToolCache(keys evidence.Keys) *toolCache {
+	return &toolCache{keys: keys, seed: maphash.MakeSeed(), m: make(map[uint64]*toolFacts)}
 }
 
 // get returns the facts of c's tool: cached when a call carried the same
@@ -143,7 +217,7 @@ func (tc *toolCache) get(c *gateway.Call) *toolFacts {
 	if f != nil && f.key.matches(c) {
 		return f
 	}
-	f = newToolFacts(c)
+	f = newToolFacts(c, tc.keys)
 	tc.mu.Lock()
 	if len(tc.m) >= maxCachedTools {
 		clear(tc.m)
@@ -164,7 +238,7 @@ func (tc *toolCache) hash(c *gateway.Call) uint64 {
 	}
 	head[1], head[2], head[3] = byte(hintOf(t.Annotations.ReadOnlyHint)), byte(hintOf(t.Annotations.DestructiveHint)), byte(hintOf(t.Annotations.OpenWorldHint))
 	h.Write(head[:])
-	for _, s := range []string{t.Name, t.Description} {
+	for _, s := range []string{c.ServerID, t.Name, t.Description} {
 		maphash.WriteComparable(&h, len(s))
 		h.WriteString(s)
 	}

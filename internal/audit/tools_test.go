@@ -18,7 +18,7 @@ import (
 // the same name (a new tools/list) gets facts of the new definition; the
 // same definition gets the same facts; the cache stays bounded.
 func TestToolCacheFollowsTheDefinition(t *testing.T) {
-	tc := newToolCache()
+	tc := newToolCache(evidence.Keys{})
 	c := call(true)
 	a := tc.get(c)
 	if b := tc.get(call(true)); b != a {
@@ -42,7 +42,7 @@ func TestToolCacheFollowsTheDefinition(t *testing.T) {
 		if f == a || !f.key.matches(c2) || f.key.matches(c) {
 			t.Fatalf("a changed definition got the old facts")
 		}
-		if want := newToolFacts(c2); f.schemaHash != want.schemaHash || f.descHash != want.descHash || f.confidence != want.confidence {
+		if want := newToolFacts(c2, evidence.Keys{}); f.schemaHash != want.schemaHash || f.descHash != want.descHash || f.confidence != want.confidence {
 			t.Fatalf("cached facts differ from fresh ones: %+v, %+v", f, want)
 		}
 	}
@@ -180,7 +180,7 @@ func TestDecisionRecordsNormalizedIntent(t *testing.T) {
 	// Stale: listed once, not trusted now.
 	c := note(false)
 	c.Known = false
-	if f := newToolFacts(c); f.intent.SideEffect != "destructive" || f.confidence != 0 || f.intent.Warnings() != nil {
+	if f := newToolFacts(c, evidence.Keys{}); f.intent.SideEffect != "destructive" || f.confidence != 0 || f.intent.Warnings() != nil {
 		t.Errorf("facts of a tool not known: %+v", f.intent)
 	}
 }

@@ -54,7 +54,8 @@ complete tools/list, and the quarantines (holds) in force, in the --state
 database beside the audit ledger (docs/drift.md).
 
 --state names it: a SQLite file path (default $XDG_STATE_HOME/gatehouse/ledger.db,
-or ~/.local/state/gatehouse/ledger.db, as for gatehouse wrap); it must exist.
+or ~/.local/state/gatehouse/ledger.db, as for gatehouse wrap), which must
+exist, or a postgres:// URL.
 approve, quarantine and release also append an entry to the audit ledger in
 the same database (kinds tool_approval, tool_quarantine, tool_release),
 signed at the end with the --ledger-key signer key (default as for wrap).
@@ -132,7 +133,7 @@ type toolsWriteFlags struct {
 }
 
 func (f *toolsWriteFlags) add(c *cobra.Command, what string) {
-	c.Flags().StringVar(&f.state, "state", "", "the tool state and audit ledger: a SQLite file (default as for gatehouse wrap)")
+	c.Flags().StringVar(&f.state, "state", "", "the tool state and audit ledger: a SQLite file or a postgres:// URL (default as for gatehouse wrap)")
 	c.Flags().StringVar(&f.ledgerKey, "ledger-key", "", "note signer key for the ledger checkpoint signed after the entry (default: ledger.skey beside the default ledger, as for gatehouse wrap)")
 	c.Flags().StringVar(&f.by, "by", "", "who "+what+" (default $USER)")
 	c.Flags().StringVar(&f.reason, "reason", "", "why (required; recorded in the state and the ledger)")
@@ -406,7 +407,7 @@ quarantine objects (null when absent; docs/drift.md).`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&state, "state", "", "the tool state: a SQLite file (default as for gatehouse wrap)")
+	c.Flags().StringVar(&state, "state", "", "the tool state: a SQLite file or a postgres:// URL (default as for gatehouse wrap)")
 	c.Flags().StringVar(&server, "server", "", "only the tools of this server id")
 	c.Flags().StringVar(&format, "format", "table", "table or json")
 	toolsUsageErrors(c)
@@ -518,7 +519,7 @@ the state cannot be read, 64 usage.`,
 			return toolsDiff(stdout, st, paint)
 		},
 	}
-	c.Flags().StringVar(&state, "state", "", "the tool state: a SQLite file (default as for gatehouse wrap)")
+	c.Flags().StringVar(&state, "state", "", "the tool state: a SQLite file or a postgres:// URL (default as for gatehouse wrap)")
 	c.Flags().StringVar(&color, "color", "auto", "colour the diff: auto (when stdout is a terminal), always or never")
 	toolsUsageErrors(c)
 	return c

@@ -74,6 +74,7 @@ type wrapFlags struct {
 	requireRcpts string
 	gatewayID    string
 	noScan       bool
+	baseline     string
 }
 
 func newWrapCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -118,6 +119,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
+	fl.StringVar(&f.baseline, "baseline", "", "how tool baselines are taken: first-use (a tool's first listing is its baseline) or require (only gatehouse tools approve sets one; a tool never approved is refused); default: the policy's drift.baseline, else first-use")
 	fl.BoolVar(&f.noScan, "no-scan", false, "do not scan arguments, responses and tool definitions for secrets, personal data, prompt injection and poisoning (the policy's scanning block then has no effect)")
 	return cmd
 }
@@ -325,6 +327,27 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		ServerID:  serverID,
 		Log:       dlog,
 		Logger:    logger,
+		GatewayID: gatewayIDOf(f.gatewayID),
+	}
+	switch f.baseline {
+	case "":
+	case "first-use", policy.BaselineFirstUse:
+		cfg.Baseline = policy.BaselineFirstUse
+	case policy.BaselineRequire:
+		cfg.Baseline = policy.BaselineRequire
+	default:
+		return configError("--baseline %q: want first-use or require", f.baseline)
+	}
+	if !f.noLedger {
+		// The tool baselines and holds live beside the ledger, in the
+		// same database (docs/drift.md); with --no-ledger, in memory for
+		// this run.
+		ts, err := openToolState(ctx, f.state)
+		if err != nil {
+			return configError("--state %s: tool state: %v", ledgerDisplayDSN(f.state), err)
+		}
+		defer ts.Close()
+		cfg.Tools = ts
 	}
 	if rec2 != nil {
 		cfg.Evidence = rec2

@@ -2,11 +2,13 @@ package drift
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
@@ -325,6 +327,11 @@ func CompareListing(baselines map[string]mcp.Tool, listed []mcp.Tool, o Options)
 	sort.Strings(gone)
 	// Rename candidates: hashes name aside.
 	nameless := func(t mcp.Tool) string {
+		if !distinctive(t) {
+			// Two bare definitions ({"inputSchema":{"type":"object"}})
+			// are alike by chance, not by a rename.
+			return ""
+		}
 		c, err := canonical(t, false)
 		if err != nil {
 			return ""
@@ -367,4 +374,27 @@ func CompareListing(baselines map[string]mcp.Tool, listed []mcp.Tool, o Options)
 		}
 	}
 	return l
+}
+
+// DriftResult returns r as a decision's drift_result (evidence.md §6):
+// its severity's name, its action and its Decisive kinds; nil when r is
+// None (a decision without drift has no drift_result).
+func (r Result) DriftResult() *evidence.DriftResult {
+	if r.Severity == None {
+		return nil
+	}
+	return &evidence.DriftResult{Severity: r.Severity.String(), Action: r.Action, Changes: r.Decisive()}
+}
+
+// distinctive reports whether t's definition, name aside, says enough to
+// tell a rename from a coincidence: a description, or an inputSchema with
+// at least one property.
+func distinctive(t mcp.Tool) bool {
+	if t.Description != "" {
+		return true
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	return json.Unmarshal(t.InputSchema, &s) == nil && len(s.Properties) > 0
 }

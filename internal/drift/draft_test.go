@@ -1,11 +1,13 @@
 package drift
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/jcs"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
 
@@ -59,5 +61,36 @@ func TestDraftExampleFlow(t *testing.T) {
 		if !slices.Contains(r.Warnings, w) {
 			t.Errorf("warnings %q lack %q", r.Warnings, w)
 		}
+	}
+}
+
+// TestDraftDriftResult: the drift_result of the draft's gateway decision
+// receipt (internal/evidence/testdata/gateway/draft_example.json), member
+// for member.
+func TestDraftDriftResult(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "evidence", "testdata", "gateway", "draft_example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var receipt struct {
+		DriftResult json.RawMessage `json:"drift_result"`
+	}
+	if err := json.Unmarshal(raw, &receipt); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(Compare(load(t, "publish_artifact_baseline.json"), load(t, "publish_artifact_current.json"), Options{}).DriftResult())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := jcs.Canonical(receipt.DriftResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = jcs.Canonical(got); string(got) != string(want) {
+		t.Errorf("drift_result %s, want %s", got, want)
+	}
+	base := load(t, "publish_artifact_baseline.json")
+	if d := Compare(base, base, Options{}).DriftResult(); d != nil {
+		t.Errorf("no drift: %+v", d)
 	}
 }

@@ -29,13 +29,14 @@ const (
 	// constraint relaxed), and every change resting only on heuristic
 	// metadata (capped here).
 	Moderate
-	// High: a capability added inside the tool's reach (a write or delete
-	// effect, a side effect escalated to mutating, a sensitive field, a
-	// directive added to the description).
+	// High: a capability added inside the tool's reach (a write, delete,
+	// execute, export, message or network effect, a side effect escalated
+	// to mutating, an administering or writing scope, a sensitive data
+	// class or input field, a directive added to the description).
 	High
-	// Critical: the tool reaches outside (externality escalated to
-	// external or third_party, a share effect, an external scope) or
-	// becomes destructive.
+	// Critical: the tool reaches outside (externality widened from
+	// internal, a share effect with a reach other than internal, an
+	// external or sharing scope) or becomes destructive.
 	Critical
 )
 
@@ -121,8 +122,10 @@ type Change struct {
 	// "externality", "declared_side_effects", ...) of a capability change
 	// or of a metadata_downgraded change; "" for every other kind.
 	Field string `json:"field,omitempty"`
-	// Heuristic is true when the change rests only on heuristic metadata
-	// (toolmeta.SourceHeuristic on both sides): its severity is capped at
+	// Heuristic is true when the change rests only on heuristic metadata:
+	// the full intents (heuristics over name, description and schema
+	// included) show it and the declared intents (every other source) do
+	// not (docs/drift.md, "Capability drift"). Its severity is capped at
 	// Moderate.
 	Heuristic bool `json:"heuristic,omitempty"`
 	// From and To are short, display-safe renderings of the old and new
@@ -160,7 +163,8 @@ type Result struct {
 	// Changes are every classified change, in a fixed order: tool-level
 	// kinds, then the intent (externality, effects, side effect, data
 	// classes, scopes, metadata), then the schema (in pointer order), then
-	// the description, title, annotations and output schema.
+	// the description (and its directives), title, annotations, output
+	// schema and the security members of _meta.
 	Changes []Change
 	// Warnings are short, display-safe sentences for the decision's
 	// warnings ("tool capability drift detected", "external sharing

@@ -26,6 +26,12 @@ type CallFacts struct {
 	OutputHash string
 	// ArgumentKeys are the top-level keys of params.arguments ([ArgumentKeys]).
 	ArgumentKeys []string
+	// ToolSchemaHash and ToolDescriptionHash are the gateway's own
+	// tool_schema_hash and tool_description_hash of the listed tool
+	// (evidence.md §3: [Hash] of its inputSchema, [DescriptionHash] of its
+	// description); "" when the tool is not listed or the hash could not
+	// be computed.
+	ToolSchemaHash, ToolDescriptionHash string
 }
 
 // Conflict warnings returned by [Conflicts], in this order. They name
@@ -37,11 +43,19 @@ const (
 	ConflictInputHash    = "receipt input_hash differs from the gateway's hash"
 	ConflictOutputHash   = "receipt output_hash differs from the gateway's hash"
 	ConflictArgumentKeys = "receipt argument_keys differ from the call's arguments"
+	// ConflictToolSchemaHash: the receipt's tool_schema_hash is not the
+	// gateway's hash of the listed tool's inputSchema.
+	ConflictToolSchemaHash = "receipt tool_schema_hash differs from the gateway's hash of the listed tool"
+	// ConflictToolDescriptionHash: the receipt's tool_description_hash is
+	// not the gateway's hash of the listed tool's description.
+	ConflictToolDescriptionHash = "receipt tool_description_hash differs from the gateway's hash of the listed tool"
 )
 
 // Conflicts compares a server receipt with the call the gateway observed
 // (evidence.md §2) and returns one warning per disagreeing field, in the
-// order of the Conflict constants, or nil. A field is compared only when
+// order of the Conflict constants, or nil: the call's identity and hashes,
+// then the listed tool's tool_schema_hash and tool_description_hash
+// (evidence.md §3, issue 13). A field is compared only when
 // both sides have it (non-empty; argument_keys non-nil on the receipt and
 // in call). Strings compare exactly; argument_keys compare as sets. A nil
 // receipt has no conflicts. Each conflict lowers metadata confidence by
@@ -69,6 +83,12 @@ func Conflicts(r *ServerReceipt, call CallFacts) []string {
 	}
 	if r.ArgumentKeys != nil && call.ArgumentKeys != nil && !sameSet(r.ArgumentKeys, call.ArgumentKeys) {
 		out = append(out, ConflictArgumentKeys)
+	}
+	if differ(r.ToolSchemaHash, call.ToolSchemaHash) {
+		out = append(out, ConflictToolSchemaHash)
+	}
+	if differ(r.ToolDescriptionHash, call.ToolDescriptionHash) {
+		out = append(out, ConflictToolDescriptionHash)
 	}
 	return out
 }

@@ -15,8 +15,10 @@ func TestConflicts(t *testing.T) {
 	r := &ServerReceipt{
 		ServerID: "srv", ToolName: "tool", ToolCallID: "req_7",
 		InputHash: h1, OutputHash: h1, ArgumentKeys: []string{"a", "b"},
+		ToolSchemaHash: h1, ToolDescriptionHash: h1,
 	}
-	same := CallFacts{ServerID: "srv", ToolName: "tool", ToolCallID: "req_7", InputHash: h1, OutputHash: h1, ArgumentKeys: []string{"b", "a"}}
+	same := CallFacts{ServerID: "srv", ToolName: "tool", ToolCallID: "req_7", InputHash: h1, OutputHash: h1, ArgumentKeys: []string{"b", "a"},
+		ToolSchemaHash: h1, ToolDescriptionHash: h1}
 	tests := []struct {
 		name string
 		r    *ServerReceipt
@@ -35,8 +37,11 @@ func TestConflicts(t *testing.T) {
 		{"argument_keys", r, with(same, func(c *CallFacts) { c.ArgumentKeys = []string{"a"} }), []string{ConflictArgumentKeys}},
 		{"argument_keys empty vs some", r, with(same, func(c *CallFacts) { c.ArgumentKeys = []string{} }), []string{ConflictArgumentKeys}},
 		{"argument_keys unknown", r, with(same, func(c *CallFacts) { c.ArgumentKeys = nil }), nil},
-		{"all", r, CallFacts{ServerID: "x", ToolName: "x", ToolCallID: "x", InputHash: h2, OutputHash: h2, ArgumentKeys: []string{"z"}},
-			[]string{ConflictServerID, ConflictToolName, ConflictToolCallID, ConflictInputHash, ConflictOutputHash, ConflictArgumentKeys}},
+		{"tool_schema_hash", r, with(same, func(c *CallFacts) { c.ToolSchemaHash = h2 }), []string{ConflictToolSchemaHash}},
+		{"tool_description_hash", r, with(same, func(c *CallFacts) { c.ToolDescriptionHash = h2 }), []string{ConflictToolDescriptionHash}},
+		{"tool hashes unknown to the gateway", r, with(same, func(c *CallFacts) { c.ToolSchemaHash, c.ToolDescriptionHash = "", "" }), nil},
+		{"all", r, CallFacts{ServerID: "x", ToolName: "x", ToolCallID: "x", InputHash: h2, OutputHash: h2, ArgumentKeys: []string{"z"}, ToolSchemaHash: h2, ToolDescriptionHash: h2},
+			[]string{ConflictServerID, ConflictToolName, ConflictToolCallID, ConflictInputHash, ConflictOutputHash, ConflictArgumentKeys, ConflictToolSchemaHash, ConflictToolDescriptionHash}},
 	}
 	for _, tt := range tests {
 		got := Conflicts(tt.r, tt.call)

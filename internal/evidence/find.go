@@ -83,6 +83,31 @@ func FindToolDeclaration(tool []byte) (raw []byte, found bool) {
 	return nil, false
 }
 
+// FindToolReceipt returns the tool-level server receipt of a tools/list tool
+// entry (evidence.md §2): the declaration object [FindToolDeclaration]
+// finds, when it is a full McpSecurityReceipt, that is when it has a
+// member named receipt_id (of any value; [Parse] then validates it). Such
+// a receipt was issued before any call, so a decision made before
+// forwarding can reference it as server_receipt_id. found is false when
+// there is no declaration or it has no receipt_id. raw aliases tool and is
+// the exact bytes of the object.
+func FindToolReceipt(tool []byte) (raw []byte, found bool) {
+	raw, ok := FindToolDeclaration(tool)
+	if !ok {
+		return nil, false
+	}
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil, false
+	}
+	for _, m := range ms {
+		if m.name == "receipt_id" {
+			return raw, true
+		}
+	}
+	return nil, false
+}
+
 // WithoutReceipt returns result with the receipt that [Find] found at key
 // removed from _meta (the member key, or every member key + "." + suffix),
 // and _meta itself removed when nothing else is left in it. Other members

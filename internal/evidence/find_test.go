@@ -81,6 +81,30 @@ func TestFindToolDeclaration(t *testing.T) {
 	}
 }
 
+func TestFindToolReceipt(t *testing.T) {
+	const full = `{"receipt_id":"mcp_rcpt_roam_0001","side_effect":"mutating"}`
+	tests := []struct {
+		tool, want string
+	}{
+		{`{"name":"t","_meta":{"dev.gatehouse/security":` + full + `}}`, full},
+		// receipt_id of any value makes it a receipt, which Parse then
+		// validates.
+		{`{"_meta":{"dev.gatehouse/security":{"receipt_id":7}}}`, `{"receipt_id":7}`},
+		{`{"_meta":{"dev.gatehouse/security":{"side_effect":"read_only"}}}`, ""},
+		{`{"_meta":{"dev.gatehouse/security":{"x":{"receipt_id":"r"}}}}`, ""},
+		{`{"_meta":{"dev.gatehouse/security-receipt":` + full + `}}`, ""},
+		{`{"_meta":{"dev.gatehouse/security":{"receipt_id":"a","receipt_id":"b"}}}`, ""},
+		{`{"name":"t"}`, ""},
+		{`[]`, ""},
+	}
+	for _, tt := range tests {
+		raw, found := FindToolReceipt([]byte(tt.tool))
+		if found != (tt.want != "") || string(raw) != tt.want {
+			t.Errorf("FindToolReceipt(%s) = %s, %v; want %s", tt.tool, raw, found, tt.want)
+		}
+	}
+}
+
 func TestWithoutReceipt(t *testing.T) {
 	tests := []struct {
 		name, result, key, want string

@@ -160,3 +160,36 @@ func FuzzToolIntentOf(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFindToolReceipt checks that a tool-level receipt found in a tool
+// entry is the exact bytes of its declaration object, which has a
+// receipt_id member, and that Parse takes it without an error.
+func FuzzFindToolReceipt(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"t","_meta":{"dev.gatehouse/security":{"receipt_id":"r","side_effect":"mutating"}}}`,
+		`{"_meta":{"dev.gatehouse/security":{"side_effect":"read_only"}}}`,
+		`{"_meta":{"dev.gatehouse/security":{"receipt_id":"a","receipt_id":"b"}}}`,
+		`{"_meta":{"dev.gatehouse/security":{"receipt_id":1e400}}}`, `[]`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, tool []byte) {
+		raw, found := FindToolReceipt(tool)
+		if !found {
+			if raw != nil {
+				t.Fatalf("not found but raw %q", raw)
+			}
+			return
+		}
+		decl, ok := FindToolDeclaration(tool)
+		if !ok || !bytes.Equal(decl, raw) {
+			t.Fatalf("receipt %q is not the declaration %q", raw, decl)
+		}
+		if !bytes.Contains(tool, raw) {
+			t.Fatalf("receipt %q is not bytes of the tool", raw)
+		}
+		if _, _, err := Parse(raw); err != nil {
+			t.Fatalf("Parse of a found tool receipt: %v", err)
+		}
+	})
+}

@@ -232,8 +232,8 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 			}
 		} else if hadBaselines || d.settings.Baseline == policy.BaselineRequire {
 			td.status = driftAdded
-			td.result = drift.Result{Severity: drift.Moderate, Action: string(d.settings.Added),
-				Changes: []drift.Change{{Kind: drift.KindToolAdded, Severity: drift.Moderate}}}
+			td.result = drift.AddedTool(t, opts)
+			td.result.Action = string(d.settings.Added)
 		}
 		d.listed[t.Name] = td
 	}
@@ -258,8 +258,8 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 		for newName, old := range lst.Renamed {
 			if td := d.listed[newName]; td != nil {
 				td.status, td.renamedFrom = driftRenamed, old
-				td.result = drift.Result{Severity: drift.High, Action: string(d.settings.Renamed),
-					Changes: []drift.Change{{Kind: drift.KindToolRenamed, Severity: drift.High, From: old, To: newName}}}
+				td.result = lst.Changed[newName] // tool_renamed, and anything else that changed
+				td.result.Action = string(d.settings.Renamed)
 			}
 		}
 		removed = lst.Removed
@@ -335,9 +335,8 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 				continue
 			}
 			obs = append(obs, toolstate.Observation{ServerID: d.serverID, Tool: name, Removed: true,
-				Severity: drift.Minor.String(), Changes: []string{drift.KindToolRemoved}, By: d.by, At: now})
-			d.report(name, &toolDrift{status: "removed", result: drift.Result{Severity: drift.Minor, Action: drift.ActionMonitor,
-				Changes: []drift.Change{{Kind: drift.KindToolRemoved, Severity: drift.Minor}}}}, "", "")
+				Severity: drift.RemovedTool(name, opts).Severity.String(), Changes: []string{drift.KindToolRemoved}, By: d.by, At: now})
+			d.report(name, &toolDrift{status: "removed", result: drift.RemovedTool(name, opts)}, "", "")
 		}
 		if err := d.store.Observe(ctx, obs); err != nil {
 			d.log.Error("tool state: recording the listing failed", "err", err)
@@ -428,6 +427,9 @@ type callDrift struct {
 	verdict pipeline.Verdict
 	decided bool
 	hash    string
+	// warnings are the drift's warnings (drift.Result.Warnings), for the
+	// decision receipt.
+	warnings []string
 }
 
 // forCall returns what tool name's drift decides for a call: a hold
@@ -444,9 +446,12 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 		out.view = td.view()
 		if td.status != driftNone {
 			out.result = td.evidence()
+			out.warnings = td.result.Warnings
 		}
 	}
-	if q, ok := d.holds[name]; ok && (q.Hash == "" || td == nil || q.Hash == td.hash || !q.Automatic) {
+	// A hold holds whatever the tool lists now: a definition that changed
+	// again, even back to its baseline, is for a person to release.
+	if q, ok := d.holds[name]; ok {
 		rule := q.Rule
 		if rule == "" {
 			rule = RuleQuarantined

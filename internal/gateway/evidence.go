@@ -96,7 +96,11 @@ type Call struct {
 	// DriftResult is the tool's drift from its approved baseline (the
 	// decision receipt's drift_result, docs/drift.md), nil when it has
 	// not drifted.
-	DriftResult     *evidence.DriftResult
+	DriftResult *evidence.DriftResult
+	// DriftWarnings are the drift's display-safe warnings for the
+	// decision receipt ("tool capability drift detected", ...), nil when
+	// the tool has not drifted.
+	DriftWarnings   []string
 	ResponseScan    *evidence.ScanResult
 	ResponseVerdict *ResponseVerdict
 	// State belongs to the Evidence implementation (hashes computed in

@@ -283,9 +283,11 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 	st.code = CodeDenied
 	if v.Action == pipeline.Quarantine {
 		st.code = CodeQuarantined
-		if v.Stage != StageDrift && known {
-			// A rule decided quarantine on this call: the tool is held
-			// from now on, until a person releases it.
+		if known {
+			// A rule (or the drift block, for a tool released while its
+			// drift still calls for a hold) decided quarantine on this
+			// call: the tool is held from now on, until a person
+			// releases it (holdFromDecision keeps a hold already there).
 			hash := ""
 			if st.drift != nil {
 				hash = st.drift.hash

@@ -190,7 +190,7 @@ func PrepareHold(q Quarantine, now time.Time) (Quarantine, error) {
 	if err := checkName(q.ServerID, q.Tool); err != nil {
 		return Quarantine{}, err
 	}
-	if err := checkText(q.ServerID, q.Tool, append([]string{q.Hash, q.Severity, q.By, q.Reason}, q.Changes...)...); err != nil {
+	if err := checkText(q.ServerID, q.Tool, append([]string{q.Hash, q.Severity, q.By, q.Rule, q.Reason}, q.Changes...)...); err != nil {
 		return Quarantine{}, err
 	}
 	q.At = storedTime(q.At, now)

@@ -15,3 +15,16 @@ func TestMem(t *testing.T) {
 		func(t *testing.T, m *toolstate.Mem) toolstate.Store { return m.Share() },
 	))
 }
+
+// FuzzMem: any names, definition and text are kept exactly or refused
+// with ErrInvalid (storetest.RoundTrip).
+func FuzzMem(f *testing.F) {
+	f.Add("srv", "read_file", []byte(`{"name":"read_file"}`), "why")
+	f.Add(`s "q"`, "工具", []byte{0, 0xff}, "\u2028")
+	f.Add("s", "t\x00", []byte(nil), "\xff")
+	m := toolstate.NewMem()
+	other := m.Share()
+	f.Fuzz(func(t *testing.T, server, tool string, def []byte, text string) {
+		storetest.RoundTrip(t, m, other, server, tool, def, text)
+	})
+}

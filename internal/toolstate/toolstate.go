@@ -163,16 +163,21 @@ type Store interface {
 	Tool(ctx context.Context, serverID, tool string) (ToolState, error)
 	// FirstUse records b as the baseline unless the tool has one already;
 	// it returns the baseline in force afterwards and whether it was b
-	// (two gateways racing: exactly one wins, both get the winner's).
+	// (two gateways racing: exactly one wins, both get the winner's). An
+	// empty Origin is OriginFirstUse; b is checked as PrepareFirstUse
+	// says (ErrInvalid).
 	FirstUse(ctx context.Context, b Baseline) (Baseline, bool, error)
 	// Observe records the observations of one complete listing (one per
 	// tool, the removed ones included), replacing earlier observations of
-	// those tools.
+	// those tools, all or none (ErrInvalid: PrepareObservations).
 	Observe(ctx context.Context, obs []Observation) error
 	// Approve makes the observed definition the baseline (Origin
 	// OriginApproval), with ErrChanged when its hash is not ExpectHash and
-	// ErrNotFound when nothing is observed. It releases an automatic
-	// quarantine; a quarantine a person placed stays.
+	// ErrNotFound when nothing is observed (or the tool was removed from
+	// the last listing). It sets the observation's Severity to
+	// SeverityNone and its Changes to nil (it is the baseline now), and
+	// releases an automatic quarantine; a quarantine a person placed
+	// stays.
 	Approve(ctx context.Context, a Approval) (Baseline, error)
 	// Hold places q (replacing a hold already there).
 	Hold(ctx context.Context, q Quarantine) error
@@ -181,7 +186,7 @@ type Store interface {
 	Release(ctx context.Context, serverID, tool string) (Quarantine, error)
 	// Version is a counter that grows with every change any Store made to
 	// the database: a gateway polls it to learn of approvals and holds
-	// made elsewhere.
+	// made elsewhere. A refused write, or a FirstUse that lost, leaves it.
 	Version(ctx context.Context) (int64, error)
 	// Close releases the store. Calls after Close return ErrClosed
 	// (Close itself returns nil again).

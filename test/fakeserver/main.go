@@ -65,6 +65,9 @@
 //	--protocol-version V     the initialize protocolVersion (default: echo)
 //	--tools FILE             JSON array of tool definitions (first set)
 //	--tools2 FILE            JSON array of tool definitions (after sendlistchanged)
+//	--switch-after-lists N   switch to the second set after answering N
+//	                         tools/list requests from their first page,
+//	                         without notifications/tools/list_changed
 //	--page-size N            tools per tools/list page (0: one page)
 //	--list-delay-ms N        answer tools/list only after N ms (other requests
 //	                         are answered meanwhile)
@@ -102,23 +105,24 @@ func main() {
 
 // config holds the parsed command line.
 type config struct {
-	record          string
-	marker          string
-	banner          string
-	bannerSet       bool
-	stderrLines     int
-	protocolVersion string
-	tools           string
-	tools2          string
-	pageSize        int
-	listDelayMS     int
-	ignoreEOF       bool
-	ignoreSIGTERM   bool
-	grandchild      string
-	exitAfterMS     int
-	exitCode        int
-	echoFast        bool
-	resultText      string
+	record           string
+	marker           string
+	banner           string
+	bannerSet        bool
+	stderrLines      int
+	protocolVersion  string
+	tools            string
+	tools2           string
+	switchAfterLists int
+	pageSize         int
+	listDelayMS      int
+	ignoreEOF        bool
+	ignoreSIGTERM    bool
+	grandchild       string
+	exitAfterMS      int
+	exitCode         int
+	echoFast         bool
+	resultText       string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -131,6 +135,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.protocolVersion, "protocol-version", "", "initialize protocolVersion (default: the client's)")
 	fs.StringVar(&c.tools, "tools", "", "JSON array of tool definitions in `FILE`")
 	fs.StringVar(&c.tools2, "tools2", "", "JSON array of tool definitions in `FILE`, used after sendlistchanged")
+	fs.IntVar(&c.switchAfterLists, "switch-after-lists", 0, "switch tools/list to the second tool set, silently (no list_changed), after answering `N` listings (0: never)")
 	fs.IntVar(&c.pageSize, "page-size", 0, "tools per tools/list page, 0 for one page")
 	fs.IntVar(&c.listDelayMS, "list-delay-ms", 0, "answer tools/list after `N` ms")
 	fs.BoolVar(&c.ignoreEOF, "ignore-eof", false, "keep running after stdin EOF")

@@ -38,6 +38,7 @@ type server struct {
 	mu      sync.Mutex // guards stdout writes, tools, pending
 	tools   []json.RawMessage
 	tools2  []json.RawMessage
+	lists   int                      // tools/list requests without a cursor answered
 	pending map[string]chan struct{} // running sleep calls by id key
 
 	exit chan int // the exit tool's code
@@ -335,6 +336,14 @@ func (s *server) toolsList(m message, reply func(string)) {
 	_ = json.Unmarshal(m.Params, &p)
 	s.mu.Lock()
 	tools := s.tools
+	if p.Cursor == nil {
+		// A listing from its first page: --switch-after-lists counts
+		// these, and switches to the second set without a word.
+		s.lists++
+		if n := s.cfg.switchAfterLists; n > 0 && s.lists == n {
+			s.tools = s.tools2
+		}
+	}
 	s.mu.Unlock()
 
 	start := 0

@@ -30,6 +30,15 @@ var builtinSecret = []byte("receiptserver-builtin-unconfigured-secret")
 
 const inputSchema = `{"type":"object","properties":{"text":{"type":"string"}}}`
 
+// The --chain values.
+const (
+	chainOK     = "ok"
+	chainNone   = "none"
+	chainGap    = "gap"
+	chainRepeat = "repeat"
+	chainBroken = "broken"
+)
+
 // server is one run. It handles one line at a time; nothing is concurrent.
 type server struct {
 	cfg      config
@@ -39,6 +48,12 @@ type server struct {
 	prevHash string // hash of the previous receipt as emitted
 	tools    []json.RawMessage
 	intent   evidence.ToolDeclaration
+	emitted  int // receipts emitted so far
+	// schemaHash and descHashes are the listed tools' hashes.
+	schemaHash string
+	descHashes map[string]string
+	extraName  string // the --tool-receipt-file tool's name, "" without
+	held       []byte // --swap-pairs: the response line held back
 }
 
 // run serves stdin until EOF.
@@ -70,31 +85,82 @@ func (s *server) buildTools() error {
 	if err != nil {
 		return err
 	}
+	s.schemaHash, s.descHashes = schemaHash, map[string]string{}
 	for _, name := range toolNames {
 		desc := "Answers with a " + strings.ReplaceAll(name, "_", " ") + " security receipt."
 		descHash, err := evidence.DescriptionHash(desc)
 		if err != nil {
 			return err
 		}
+		s.descHashes[name] = descHash
 		decl := evidence.ToolDeclaration{
 			DeclaredSideEffects: []string{"read"}, SideEffect: "read_only",
 			DataClasses: []string{"internal"}, Externality: "internal",
 			RequiredScopes: []string{"receipts.read"}, Mode: "read_only",
 			ToolSchemaHash: schemaHash, ToolDescriptionHash: descHash,
 		}
+		var security any = decl
+		if s.cfg.toolReceipts {
+			if security, err = s.toolReceipt(name, decl); err != nil {
+				return err
+			}
+		}
 		tool, err := json.Marshal(map[string]any{
 			"name":        name,
 			"description": desc,
 			"inputSchema": json.RawMessage(inputSchema),
 			"annotations": map[string]bool{"readOnlyHint": true, "openWorldHint": false},
-			"_meta":       map[string]any{evidence.DeclarationKey: decl},
+			"_meta":       map[string]any{evidence.DeclarationKey: security},
 		})
 		if err != nil {
 			return err
 		}
 		s.tools = append(s.tools, tool)
 	}
+	if s.cfg.extraTool != nil {
+		var r struct {
+			ToolName string `json:"tool_name"`
+		}
+		_ = json.Unmarshal(s.cfg.extraTool, &r) // checked by parseFlags
+		s.extraName = r.ToolName
+		tool, err := json.Marshal(map[string]any{
+			"name":        r.ToolName,
+			"description": "Listed with a tool-level receipt from a file.",
+			"inputSchema": json.RawMessage(inputSchema),
+		})
+		if err != nil {
+			return err
+		}
+		// Spliced in, not marshalled: json.Marshal would escape HTML
+		// characters in the receipt.
+		k, _ := json.Marshal(evidence.DeclarationKey)
+		s.tools = append(s.tools, slices.Concat(tool[:len(tool)-1], []byte(`,"_meta":{`), k, []byte(":"), s.cfg.extraTool, []byte("}}")))
+	}
 	return nil
+}
+
+// toolReceipt returns the tool-level receipt of a tool (--tool-receipts):
+// its declaration as a full receipt, signed when a key is configured.
+func (s *server) toolReceipt(name string, decl evidence.ToolDeclaration) (json.RawMessage, error) {
+	now := s.cfg.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	r := evidence.ServerReceipt{
+		ReceiptID: "mcp_rcpt_rs_tool_" + name, SchemaVersion: evidence.SchemaVersion, IssuedAt: evidence.Timestamp(now),
+		ServerID: s.cfg.serverID, ToolName: name, ToolCallID: "tools/list",
+		DeclaredSideEffects: decl.DeclaredSideEffects, SideEffect: decl.SideEffect, DataClasses: decl.DataClasses,
+		Externality: decl.Externality, RequiredScopes: decl.RequiredScopes, Mode: decl.Mode,
+		ToolSchemaHash: decl.ToolSchemaHash, ToolDescriptionHash: decl.ToolDescriptionHash,
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.alg != "" {
+		return evidence.Sign(b, s.cfg.alg, s.cfg.key())
+	}
+	return b, nil
 }
 
 // message is the part of a JSON-RPC message the server reads. ID keeps the
@@ -147,6 +213,21 @@ func (s *server) handle(line []byte) error {
 		if err != nil {
 			return s.writeError(m.ID, codeInvalidParams, err.Error())
 		}
+		if s.cfg.swapPairs {
+			// Concurrent calls answered out of order: the first of each
+			// pair is answered after the second.
+			line := slices.Concat([]byte(`{"jsonrpc":"2.0","id":`), m.ID, []byte(`,"result":`), result, []byte("}\n"))
+			if s.held == nil {
+				s.held = line
+				return nil
+			}
+			held := s.held
+			s.held = nil
+			if err := s.write(line); err != nil {
+				return err
+			}
+			return s.write(held)
+		}
 		return s.writeResult(m.ID, result)
 	}
 	return s.writeError(m.ID, codeMethodNotFound, "method not found")
@@ -165,14 +246,14 @@ func (s *server) call(m message) ([]byte, error) {
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return nil, errors.New("invalid params")
 	}
-	if !slices.Contains(toolNames, p.Name) {
+	if !slices.Contains(toolNames, p.Name) && (p.Name == "" || p.Name != s.extraName) {
 		return nil, fmt.Errorf("unknown tool %q", p.Name)
 	}
 	if p.Name == "signed_ok" && s.cfg.alg == "" {
 		return nil, errors.New("signed_ok needs --ed25519-seed-hex or --hmac-secret")
 	}
 	base, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": p.Name + " ok"}}})
-	if p.Name == "none" {
+	if p.Name == "none" || p.Name == s.extraName {
 		return base, nil
 	}
 
@@ -192,14 +273,31 @@ func (s *server) call(m message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.seq++
-	seq := s.seq
+	// The chain (--chain): the second receipt carries the fault, and the
+	// server's own counter and link go on as if it had not.
+	s.emitted++
+	fault := ""
+	if s.emitted == 2 {
+		fault = s.cfg.chain
+	}
+	seq, prev := s.seq+1, s.prevHash
+	switch fault {
+	case chainGap:
+		seq++
+	case chainRepeat:
+		seq, prev = s.seq, "" // the first's ledger_seq, unlinked like the first
+	case chainBroken:
+		prev, _ = evidence.Hash([]byte(`{}`))
+	}
+	if fault != chainRepeat {
+		s.seq = seq
+	}
 	now := s.cfg.now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	r := evidence.ServerReceipt{
-		ReceiptID:           fmt.Sprintf("mcp_rcpt_rs_%06d", seq),
+		ReceiptID:           fmt.Sprintf("mcp_rcpt_rs_%06d", s.emitted),
 		SchemaVersion:       evidence.SchemaVersion,
 		IssuedAt:            evidence.Timestamp(now),
 		ServerID:            s.cfg.serverID,
@@ -220,7 +318,17 @@ func (s *server) call(m message) ([]byte, error) {
 		MatchedRule:         "receiptserver_allow_all",
 		LedgerID:            s.cfg.serverID + "-ledger",
 		LedgerSeq:           &seq,
-		PreviousHash:        s.prevHash,
+		PreviousHash:        prev,
+	}
+	if s.cfg.chain == chainNone {
+		r.LedgerID, r.LedgerSeq, r.PreviousHash = "", nil, ""
+	}
+	switch s.cfg.toolHashes {
+	case "match":
+		r.ToolSchemaHash, r.ToolDescriptionHash = s.schemaHash, s.descHashes[p.Name]
+	case "mismatch":
+		r.ToolSchemaHash, _ = evidence.Hash([]byte(`{"type":"object","properties":{}}`))
+		r.ToolDescriptionHash, _ = evidence.DescriptionHash("another description")
 	}
 	if p.Name == "conflicting" {
 		r.ServerID = "not-" + s.cfg.serverID
@@ -250,8 +358,12 @@ func (s *server) call(m message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.prevHash, err = evidence.Hash(receipt); err != nil {
+	h, err := evidence.Hash(receipt)
+	if err != nil {
 		return nil, err
+	}
+	if fault != chainRepeat {
+		s.prevHash = h
 	}
 
 	var meta []byte

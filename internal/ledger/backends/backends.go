@@ -37,11 +37,28 @@ func Open(ctx context.Context, dsn string, opts ledger.Options) (*ledger.Ledger,
 // location meant as another URL or a keyword/value connection string is
 // refused with ledger.ErrNotALedgerLocation (ledger.CheckPath).
 func OpenStore(ctx context.Context, dsn string, readOnly bool) (ledger.Store, error) {
-	if ledger.IsPostgresDSN(dsn) {
-		return postgres.Open(ctx, dsn, readOnly)
-	}
-	if err := ledger.CheckPath(dsn); err != nil {
+	pg, err := IsPostgres(dsn)
+	if err != nil {
 		return nil, err
 	}
+	if pg {
+		return postgres.Open(ctx, dsn, readOnly)
+	}
 	return sqlite.Open(ctx, dsn, readOnly)
+}
+
+// IsPostgres is OpenStore's choice of backend for dsn: true for a
+// PostgreSQL URL, false for a SQLite file path, and
+// ledger.ErrNotALedgerLocation for a location meant as another URL or a
+// keyword/value connection string. Other stores kept in the ledger's
+// database (internal/toolstate/backends) choose with it, so that one
+// --state value names one database for all of them.
+func IsPostgres(dsn string) (bool, error) {
+	if ledger.IsPostgresDSN(dsn) {
+		return true, nil
+	}
+	if err := ledger.CheckPath(dsn); err != nil {
+		return false, err
+	}
+	return false, nil
 }

@@ -95,7 +95,10 @@ func (d *DB) Write(ctx context.Context, f func(context.Context, *sql.Tx) error) 
 	return nil
 }
 
-// Close closes the connections and the lock file.
+// Close closes the connections and the lock file, after the write in
+// progress, if any.
 func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return errors.Join(d.rw.Close(), d.RO.Close(), d.wlock.close())
 }

@@ -1,20 +1,17 @@
 // Package backends opens the tool-state store (package toolstate) in the
-// database a --state location names, the audit ledger's: a SQLite file
-// path (package sqlite), chosen as the ledger chooses (ledger.IsPostgresDSN,
-// ledger.CheckPath), so that one --state value puts the ledger and the tool
-// states in one database.
-//
-// This build has no PostgreSQL tool-state backend: a PostgreSQL URL is
-// refused with ErrNoPostgres. (internal/toolstate/postgres is written
-// separately; once it is in, Open picks it for PostgreSQL URLs.)
+// database a --state location names, the audit ledger's: a PostgreSQL URL
+// (package postgres) or a SQLite file path (package sqlite), chosen as the
+// ledger chooses (internal/ledger/backends.IsPostgres), so that one
+// --state value puts the ledger and the tool states in one database.
 package backends
 
 import (
 	"context"
 	"errors"
 
-	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
+	ledgerbackends "github.com/gatehouse-mcp/gatehouse/internal/ledger/backends"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate/postgres"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolstate/sqlite"
 )
 
@@ -22,25 +19,23 @@ import (
 // --state keeps its tool states in memory (toolstate.NewMem) instead.
 var ErrNoState = errors.New("toolstate: no state location (a gateway without --state uses toolstate.NewMem)")
 
-// ErrNoPostgres: Open was given a PostgreSQL URL, and this build has no
-// PostgreSQL tool-state backend.
-var ErrNoPostgres = errors.New("PostgreSQL tool state: not available in this build")
-
-// Open opens the tool-state store at state: a file path (sqlite.Open; the
-// file and its directory are created, 0600 and 0700), its tables created
-// when missing. Errors: ErrNoState for "", ErrNoPostgres for a PostgreSQL
-// URL, ledger.ErrNotALedgerLocation for a location meant as another URL or
-// a keyword/value connection string (nothing is created), and sqlite.Open's
-// errors.
+// Open opens the tool-state store at state: a PostgreSQL URL
+// ("postgres://..." or "postgresql://...": postgres.Open) or a file path
+// (sqlite.Open; the file and its directory are created, 0600 and 0700),
+// its tables created when missing. Errors: ErrNoState for "",
+// ledger.ErrNotALedgerLocation for a location meant as another URL or a
+// keyword/value connection string (nothing is created), and the backend's
+// Open errors.
 func Open(ctx context.Context, state string) (toolstate.Store, error) {
 	if state == "" {
 		return nil, ErrNoState
 	}
-	if ledger.IsPostgresDSN(state) {
-		return nil, ErrNoPostgres
-	}
-	if err := ledger.CheckPath(state); err != nil {
+	pg, err := ledgerbackends.IsPostgres(state)
+	if err != nil {
 		return nil, err
+	}
+	if pg {
+		return postgres.Open(ctx, state)
 	}
 	return sqlite.Open(ctx, state)
 }

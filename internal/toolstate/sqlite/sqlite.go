@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	ledgersqlite "github.com/gatehouse-mcp/gatehouse/internal/ledger/sqlite"
@@ -63,6 +62,7 @@ CREATE TABLE IF NOT EXISTS tool_quarantines (
 	severity TEXT NOT NULL,
 	changes TEXT NOT NULL,
 	quarantined_by TEXT NOT NULL,
+	rule TEXT NOT NULL,
 	reason TEXT NOT NULL,
 	quarantined_at TEXT NOT NULL,
 	PRIMARY KEY (server_id, tool)
@@ -108,9 +108,22 @@ func Open(ctx context.Context, path string) (toolstate.Store, error) {
 }
 
 type store struct {
-	db        *ledgersqlite.DB
-	closed    atomic.Bool
-	closeOnce sync.Once
+	db *ledgersqlite.DB
+	// mu is held shared by every call and exclusively by Close, so
+	// that Close waits for the calls in progress and none starts after.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter starts a call: false after Close; otherwise the caller holds
+// s.mu shared until it returns.
+func (s *store) enter() bool {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return false
+	}
+	return true
 }
 
 // wrap adds the store's context to err.
@@ -126,9 +139,10 @@ type queryer interface {
 
 // Tools implements toolstate.Store.
 func (s *store) Tools(ctx context.Context, serverID string) ([]toolstate.ToolState, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return nil, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	where, args := "", []any(nil)
 	if serverID != "" {
 		where, args = " WHERE server_id = ?", []any{serverID}
@@ -142,9 +156,10 @@ func (s *store) Tools(ctx context.Context, serverID string) ([]toolstate.ToolSta
 
 // Tool implements toolstate.Store.
 func (s *store) Tool(ctx context.Context, serverID, tool string) (toolstate.ToolState, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return toolstate.ToolState{}, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	out, err := s.read(ctx, " WHERE server_id = ? AND tool = ?", []any{serverID, tool})
 	if err != nil {
 		return toolstate.ToolState{}, s.wrap(fmt.Sprintf("reading tool %q of server %q", tool, serverID), err)
@@ -235,7 +250,7 @@ func observations(ctx context.Context, q queryer, where string, args []any) ([]t
 }
 
 func quarantines(ctx context.Context, q queryer, where string, args []any) ([]toolstate.Quarantine, error) {
-	rs, err := q.QueryContext(ctx, `SELECT server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, reason, quarantined_at FROM tool_quarantines`+where, args...)
+	rs, err := q.QueryContext(ctx, `SELECT server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at FROM tool_quarantines`+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tool_quarantines: %w", err)
 	}
@@ -244,7 +259,7 @@ func quarantines(ctx context.Context, q queryer, where string, args []any) ([]to
 	for rs.Next() {
 		var h toolstate.Quarantine
 		var changes, at string
-		if err := rs.Scan(&h.ServerID, &h.Tool, &h.Hash, &h.Automatic, &h.Severity, &changes, &h.By, &h.Reason, &at); err != nil {
+		if err := rs.Scan(&h.ServerID, &h.Tool, &h.Hash, &h.Automatic, &h.Severity, &changes, &h.By, &h.Rule, &h.Reason, &at); err != nil {
 			return nil, fmt.Errorf("tool_quarantines: %w", err)
 		}
 		if h.Changes, err = rows.DecodeChanges(changes); err == nil {
@@ -275,9 +290,10 @@ func parseTime(s string) (time.Time, error) {
 // write runs f in a write transaction; f returns whether it changed
 // anything, and the version grows when it did.
 func (s *store) write(ctx context.Context, what string, f func(ctx context.Context, tx *sql.Tx) (bool, error)) error {
-	if s.closed.Load() {
+	if !s.enter() {
 		return toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	var ferr error // f's own error, returned as it is (ErrChanged, ...)
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		changed, err := f(ctx, tx)
@@ -301,7 +317,9 @@ func (s *store) write(ctx context.Context, what string, f func(ctx context.Conte
 	return nil
 }
 
-const upsertBaseline = `INSERT INTO tool_baselines (` + baselineColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+const insertBaseline = `INSERT INTO tool_baselines (` + baselineColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+const upsertBaseline = insertBaseline + `
 	ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, definition = excluded.definition,
 	origin = excluded.origin, approved_by = excluded.approved_by, reason = excluded.reason, approved_at = excluded.approved_at`
 
@@ -326,8 +344,14 @@ func (s *store) FirstUse(ctx context.Context, b toolstate.Baseline) (toolstate.B
 			got = bs[0]
 			return false, nil
 		}
-		if _, err := tx.ExecContext(ctx, upsertBaseline, baselineArgs(b)...); err != nil {
+		// DO NOTHING: even were the transaction not exclusive, a baseline
+		// already there would stay.
+		res, err := tx.ExecContext(ctx, insertBaseline+` ON CONFLICT (server_id, tool) DO NOTHING`, baselineArgs(b)...)
+		if err != nil {
 			return false, fmt.Errorf("tool_baselines: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return false, fmt.Errorf("tool_baselines: a baseline appeared during the transaction (%d rows, %v)", n, err)
 		}
 		got, won = b, true
 		return true, nil
@@ -414,12 +438,12 @@ func (s *store) Hold(ctx context.Context, q toolstate.Quarantine) error {
 		return err
 	}
 	return s.write(ctx, fmt.Sprintf("quarantining tool %q of server %q", q.Tool, q.ServerID), func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, reason, quarantined_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, automatic = excluded.automatic,
 			severity = excluded.severity, changes = excluded.changes, quarantined_by = excluded.quarantined_by,
-			reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
-			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, rows.EncodeChanges(q.Changes), q.By, q.Reason, formatTime(q.At))
+			rule = excluded.rule, reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
+			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, rows.EncodeChanges(q.Changes), q.By, q.Rule, q.Reason, formatTime(q.At))
 		if err != nil {
 			return false, fmt.Errorf("tool_quarantines: %w", err)
 		}
@@ -455,9 +479,10 @@ func (s *store) Release(ctx context.Context, serverID, tool string) (toolstate.Q
 // tool_state_meta, grown by every write transaction that changed
 // something.
 func (s *store) Version(ctx context.Context) (int64, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return 0, toolstate.ErrClosed
 	}
+	defer s.mu.RUnlock()
 	var v int64
 	if err := s.db.RO.QueryRowContext(ctx, `SELECT value FROM tool_state_meta WHERE key = 'version'`).Scan(&v); err != nil {
 		return 0, s.wrap("reading the version", err)
@@ -465,14 +490,16 @@ func (s *store) Version(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Close implements toolstate.Store.
+// Close implements toolstate.Store, after the calls in progress.
 func (s *store) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		if cerr := s.db.Close(); cerr != nil {
-			err = s.wrap("closing", cerr)
-		}
-	})
-	return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("toolstate: %s: closing: %w", s.db.Path, err)
+	}
+	return nil
 }

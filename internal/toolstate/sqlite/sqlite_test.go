@@ -188,3 +188,25 @@ func TestNotADatabase(t *testing.T) {
 		t.Fatalf("Open of a text file: %v", err)
 	}
 }
+
+// FuzzSQLite: any names, definition and text are kept exactly by the
+// SQLite file, or refused with ErrInvalid (storetest.RoundTrip).
+func FuzzSQLite(f *testing.F) {
+	f.Add("srv", "read_file", []byte(`{"name":"read_file"}`), "why")
+	f.Add(`s "q"; DROP TABLE tool_observations; --`, "工具", []byte{0, 0xff}, "\u2028")
+	f.Add("s", "t\x00", []byte(nil), "\xff")
+	path := filepath.Join(f.TempDir(), "gatehouse.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	other, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer other.Close()
+	f.Fuzz(func(t *testing.T, server, tool string, def []byte, text string) {
+		storetest.RoundTrip(t, s, other, server, tool, def, text)
+	})
+}

@@ -65,6 +65,7 @@ func Run(t *testing.T, open Open) {
 		{"ToolsSorted", testToolsSorted},
 		{"Invalid", testInvalid},
 		{"Close", testClose},
+		{"CloseConcurrent", testCloseConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,7 +198,7 @@ func testRoundTrip(t *testing.T, open func() toolstate.Store) {
 	ob.Changes = []string{"externality_changed_to_external", "effect_added_share", "scope_added_external_share"}
 	ob.By = "gw-2"
 	q := toolstate.Quarantine{ServerID: "srv", Tool: "read_file", Hash: ob.Hash, Automatic: true,
-		Severity: "critical", Changes: []string{"effect_added_share"}, By: "gw-2", Reason: "critical drift", At: at(3)}
+		Severity: "critical", Changes: []string{"effect_added_share"}, By: "gw-2", Rule: "high_risk_externality_drift", Reason: "critical drift", At: at(3)}
 	if err := a.Observe(ctx, []toolstate.Observation{ob}); err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
@@ -759,5 +760,45 @@ func testClose(t *testing.T, open func() toolstate.Store) {
 	}
 	if err := b.Hold(ctx, q1Of("t")); err != nil {
 		t.Fatalf("the other store after Close: %v", err)
+	}
+}
+
+// testCloseConcurrent: calls racing Close succeed or fail with ErrClosed,
+// nothing else.
+func testCloseConcurrent(t *testing.T, open func() toolstate.Store) {
+	s := open()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; ; j++ {
+				var err error
+				switch j % 3 {
+				case 0:
+					err = s.Hold(ctx, q1Of(fmt.Sprint("c", i)))
+				case 1:
+					_, err = s.Tools(ctx, "")
+				default:
+					_, err = s.Version(ctx)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, toolstate.ErrClosed) {
+			t.Errorf("a call racing Close: %v, want ErrClosed", err)
+		}
 	}
 }

@@ -245,7 +245,7 @@ func TestToolsList(t *testing.T) {
 		{"SERVER", "TOOL", "STATUS", "SEVERITY", "BASELINE", "APPROVED_BY", "APPROVED_AT", "HOLD", "REASON"},
 		{"srv", "fresh", "new", "none", "-", "-", "-", "-", "-"},
 		{"srv", "gone", "removed", "minor", "first_use", "gw-1", "*", "-", "-"},
-		{"srv", "publish_artifact", "quarantined", "critical", "first_use", "gw-1", "*", holdCell(f.tool(t, "srv", "publish_artifact").Quarantine), "critical drift"},
+		{"srv", "publish_artifact", "quarantined", "critical", "first_use", "gw-1", "*", "drift", "critical drift"},
 		{"srv", "stable", "approved", "none", "first_use", "gw-1", "*", "-", "-"},
 	}
 	if len(rows) != len(want) {
@@ -365,7 +365,7 @@ func TestToolsDiff(t *testing.T) {
 		"scope_added_external_share",
 		"baseline " + f.baseHash + ": first_use by gw-1 at ",
 		"observed " + f.curHash + " by gw-1 at ",
-		"quarantined (" + holdCell(f.tool(t, "srv", "publish_artifact").Quarantine) + "): definition " + f.curHash + ", by gw-1 at ",
+		"quarantined (drift): definition " + f.curHash + ", by gw-1 at ",
 		"approve with: gatehouse tools approve srv publish_artifact --hash " + f.curHash + " --reason ...\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -427,7 +427,7 @@ func TestToolsApprove(t *testing.T) {
 		"--hash", hash, "--by", "alice", "--reason", "reviewed: sharing is intended")
 	wantCode(t, code, 0, out, errOut)
 	if !strings.Contains(out, "approved tool publish_artifact of server srv: baseline "+hash+" (was "+f.baseHash+", first_use)") ||
-		!strings.Contains(out, "released the quarantine placed by gw-1 (") {
+		!strings.Contains(out, "released the quarantine placed by gw-1 (drift)") {
 		t.Errorf("stdout: %s", out)
 	}
 	st := f.tool(t, "srv", "publish_artifact")
@@ -457,7 +457,7 @@ func TestToolsApprove(t *testing.T) {
 	if at, _ := p["approved_at"].(string); at != ledgerTime(st.Baseline.At) {
 		t.Errorf("approved_at %q, want %q", at, ledgerTime(st.Baseline.At))
 	}
-	if rel, _ := p["released_quarantine"].(map[string]any); rel["automatic"] != true || rel["quarantined_by"] != "gw-1" || rel["reason"] != "critical drift" {
+	if rel, _ := p["released_quarantine"].(map[string]any); rel["automatic"] != true || rel["quarantined_by"] != "gw-1" || rel["matched_rule"] != "drift" {
 		t.Errorf("released_quarantine %v", p["released_quarantine"])
 	}
 	if ch, _ := p["changes"].([]any); !slices.Contains(ch, any("externality_changed_to_external")) {
@@ -617,7 +617,7 @@ func TestToolsQuarantineRelease(t *testing.T) {
 	if rel, _ := rp["released_quarantine"].(map[string]any); rel["quarantined_by"] != "carol" || rel["automatic"] != false || rel["reason"] != "incident 42" {
 		t.Errorf("released_quarantine %v", rp["released_quarantine"])
 	}
-	if rel, _ := rs[1]["payload"].(map[string]any)["released_quarantine"].(map[string]any); rel["automatic"] != true || rel["reason"] != "critical drift" {
+	if rel, _ := rs[1]["payload"].(map[string]any)["released_quarantine"].(map[string]any); rel["automatic"] != true || rel["matched_rule"] != "drift" {
 		t.Errorf("released automatic hold %v", rel)
 	}
 	f.verifyLedger(t)

@@ -52,27 +52,10 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 			return nil, nil, fmt.Errorf("--state: %w", err)
 		}
 	}
-	keyPath := f.ledgerKey
-	if keyPath == "" {
-		// The default key: the errors say what the user can change, since
-		// they did not name this path themselves.
-		const hint = "pass --ledger-key FILE.skey, set XDG_STATE_HOME, or run with --no-ledger"
-		keyPath, err = defaultSignerKeyPath()
-		if err != nil {
-			return nil, nil, fmt.Errorf("the default ledger signing key: %w (%s)", err, hint)
-		}
-		if err := ensureSignerKey(keyPath, stderr); err != nil {
-			return nil, nil, fmt.Errorf("the default ledger signing key %s: %w (%s)", keyPath, err, hint)
-		}
-	}
-	signer, err := ledger.LoadSigner(keyPath)
+	signer, err := loadLedgerSigner(f.ledgerKey, "or run with --no-ledger", stderr)
 	if err != nil {
-		if f.ledgerKey == "" {
-			return nil, nil, fmt.Errorf("the default ledger signing key: %w", err)
-		}
-		return nil, nil, fmt.Errorf("--ledger-key: %w", err)
+		return nil, nil, err
 	}
-	warnReadableKey(stderr, keyPath)
 	opts, err := checkpointOptions(f.ckptEvery, f.ckptEntries)
 	if err != nil {
 		return nil, nil, err
@@ -92,6 +75,37 @@ func openEvidence(ctx context.Context, f *wrapFlags, require string, pol *policy
 		return nil, nil, err
 	}
 	return led, rec, nil
+}
+
+// loadLedgerSigner loads the checkpoint signing key of --ledger-key
+// (keyFlag), or without it the default key (defaultSignerKeyPath), created
+// on first use (ensureSignerKey), and warns when others may read it. For
+// the default key the errors end with what the user can change: --ledger-key,
+// XDG_STATE_HOME, and orElse (e.g. "or run with --no-ledger").
+func loadLedgerSigner(keyFlag, orElse string, stderr io.Writer) (note.Signer, error) {
+	keyPath := keyFlag
+	if keyPath == "" {
+		// The default key: the errors say what the user can change, since
+		// they did not name this path themselves.
+		hint := "pass --ledger-key FILE.skey, set XDG_STATE_HOME, " + orElse
+		var err error
+		keyPath, err = defaultSignerKeyPath()
+		if err != nil {
+			return nil, fmt.Errorf("the default ledger signing key: %w (%s)", err, hint)
+		}
+		if err := ensureSignerKey(keyPath, stderr); err != nil {
+			return nil, fmt.Errorf("the default ledger signing key %s: %w (%s)", keyPath, err, hint)
+		}
+	}
+	signer, err := ledger.LoadSigner(keyPath)
+	if err != nil {
+		if keyFlag == "" {
+			return nil, fmt.Errorf("the default ledger signing key: %w", err)
+		}
+		return nil, fmt.Errorf("--ledger-key: %w", err)
+	}
+	warnReadableKey(stderr, keyPath)
+	return signer, nil
 }
 
 // checkpointOptions are the ledger options of wrap's --checkpoint-every

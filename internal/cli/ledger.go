@@ -525,7 +525,7 @@ met, 64 usage, 2 the ledger cannot be read.`,
 	fl.StringVar(&f.tool, "tool", "", "only entries whose payload tool_name is this")
 	fl.StringVar(&f.server, "server", "", "only entries whose payload server_id is this")
 	fl.StringVar(&f.action, "action", "", "only entries whose payload action is this (allow, deny, monitor, redact, quarantine)")
-	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (gateway_decision, gateway_outcome, session; audit_event, server_receipt in older ledgers)")
+	fl.StringVar(&f.kind, "kind", "", "only entries of this kind (gateway_decision, gateway_outcome, session, tool_approval, tool_quarantine, tool_release; audit_event, server_receipt in older ledgers)")
 	fl.StringVar(&f.record, "record", "", "only the entries with this record_id")
 	fl.StringVar(&f.since, "since", "", "only entries at or after this RFC 3339 time")
 	fl.StringVar(&f.until, "until", "", "only entries at or before this RFC 3339 time")
@@ -540,7 +540,8 @@ met, 64 usage, 2 the ledger cannot be read.`,
 var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
 
 // showKinds are the values of --kind: the entry kinds Gatehouse writes.
-var showKinds = []string{ledger.KindGatewayDecision, ledger.KindGatewayOutcome, ledger.KindSession, ledger.KindAuditEvent, ledger.KindServerReceipt}
+var showKinds = []string{ledger.KindGatewayDecision, ledger.KindGatewayOutcome, ledger.KindSession, ledger.KindAuditEvent, ledger.KindServerReceipt,
+	ledger.KindToolApproval, ledger.KindToolQuarantine, ledger.KindToolRelease}
 
 func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	var since, until time.Time

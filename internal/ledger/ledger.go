@@ -87,6 +87,13 @@ const (
 	// such ledgers are still read and verified.
 	KindAuditEvent    = "audit_event"
 	KindServerReceipt = "server_receipt"
+	// KindToolApproval, KindToolQuarantine and KindToolRelease record a
+	// person's review of a tool (gatehouse tools approve, quarantine and
+	// release; docs/drift.md, "Review"): who, why, and the definition
+	// hash concerned. The entry's record_id is an audit_event_id.
+	KindToolApproval   = "tool_approval"
+	KindToolQuarantine = "tool_quarantine"
+	KindToolRelease    = "tool_release"
 )
 
 // Limits on what Append accepts, in bytes.

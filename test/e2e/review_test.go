@@ -23,7 +23,7 @@ func TestReviewApproveQuarantineRelease(t *testing.T) {
 	dir := t.TempDir()
 	base := readTool(t, "publish_artifact.baseline.json")
 	cur := readTool(t, "publish_artifact.current.json")
-	policy := filepath.Join(repoRoot, "test", "e2e", "testdata", "drift", "policy.yaml")
+	policy := examplePolicy(t, "drift-review.yaml")
 	key := filepath.Join(dir, "ledger.skey")
 
 	// Run 1: the server changes the tool between two listings; it is held.

@@ -156,3 +156,46 @@ func startDriftState(t *testing.T, dir, state, key string, tools []map[string]an
 	r.state = state
 	return r
 }
+
+// TestBaselineRequire: with --baseline require no baseline is taken on
+// first use: a call to a tool never approved is denied (baseline_required)
+// and never reaches the server; once a person approves the listed
+// definition, the running gateway lets the call through (within its
+// poll), while the tool not approved stays refused.
+func TestBaselineRequire(t *testing.T) {
+	dir := t.TempDir()
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	r := startDrift(t, dir, []map[string]any{echoTool, lookup}, []map[string]any{echoTool, lookup}, 0, "--baseline", "require")
+	r.list()
+	for _, tool := range []string{"echo", "lookup"} {
+		if msg := r.call(tool, obj{"word": "x"}); !strings.Contains(msg, "baseline_required") {
+			t.Fatalf("%s before approval: %q", tool, msg)
+		}
+	}
+	diff := gatehouseOK(t, "tools", "diff", r.serverID, "lookup", "--state", r.state)
+	lines := strings.Split(strings.TrimSpace(diff), "\n")
+	hash, ok := strings.CutPrefix(lines[len(lines)-1], "definition_hash: ")
+	if !ok {
+		t.Fatalf("tools diff's last line: %q", lines[len(lines)-1])
+	}
+	gatehouseOK(t, "tools", "approve", r.serverID, "lookup", "--state", r.state, "--ledger-key", filepath.Join(dir, "ledger.skey"),
+		"--hash", hash, "--by", "reviewer", "--reason", "read-only lookup")
+	deadline := time.Now().Add(10 * time.Second)
+	for msg := r.call("lookup", obj{"word": "x"}); msg != ""; msg = r.call("lookup", obj{"word": "x"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lookup after approval: %q", msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if msg := r.call("echo", obj{"word": "x"}); !strings.Contains(msg, "baseline_required") {
+		t.Errorf("echo, never approved: %q", msg)
+	}
+	r.close()
+	calls := r.serverCalls()
+	if slices.Contains(calls, "echo") || !slices.Contains(calls, "lookup") {
+		t.Errorf("server calls %v", calls)
+	}
+	if n := len(ledgerPayloads(t, r.state, "tool_approval")); n != 1 {
+		t.Errorf("%d tool_approval entries", n)
+	}
+}

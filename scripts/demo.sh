@@ -10,8 +10,12 @@
 # created, prints the decision log as a table, then shows the evidence in the
 # audit ledger (an embedded SQLite file in a temporary state directory):
 # the entries, a whole-ledger verification, and one entry's inclusion proof
-# checked offline with only the public key. It exits non-zero when anything
-# unexpected happens, for example when the write goes through.
+# checked offline with only the public key. Then the source document's
+# Example Flow: a tool re-listed with external sharing is found to drift
+# from its baseline, quarantined and marked, its call held; gatehouse tools
+# list, diff and approve review it, and the next call goes through. It exits
+# non-zero when anything unexpected happens, for example when the write
+# goes through.
 #
 # Environment: DEMO_KEEP=1 keeps the temporary directory; DEMO_POLICY picks
 # another policy file (the demo then still insists that the write is denied).
@@ -128,6 +132,57 @@ seq="$("$gh" ledger show --tool write_file --kind gateway_decision --json | head
 echo "inclusion proof for entry $seq: $tmp/proof.json"
 "$gh" ledger verify-proof --key "$XDG_STATE_HOME/gatehouse/ledger.vkey" --proof "$tmp/proof.json" ||
 	fail "the inclusion proof does not verify"
+
+step "Drift: the source document's Example Flow (a read-only, internal tool re-listed with external sharing)"
+# The same real client, now in front of the project's scriptable test
+# server, whose tool list this demo edits between runs, as a server upgrade
+# would.
+go build -o "$tmp/fakeserver" ./test/fakeserver
+fixtures="$root/test/e2e/testdata/drift"
+printf '[%s]\n' "$(cat "$fixtures/publish_artifact.baseline.json")" >"$tmp/tools.json"
+drift_wrap=(
+	"$root/bin/gatehouse" wrap
+	--policy "$root/examples/policies/drift-review.yaml" --server-id roam-code-local
+	--principal user_maaz --role developer_agent --gateway-id interlock-local
+	--decision-log "$tmp/decisions.jsonl" --event-source gatehouse://demo/local
+	-- "$tmp/fakeserver" --tools "$tmp/tools.json"
+)
+drift_client() {
+	local rc=0
+	scripts/inspector "$@" -- "${drift_wrap[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	return $rc
+}
+drift_client --method tools/list || { cat "$tmp/err"; fail "tools/list failed"; }
+echo "first listing: publish_artifact's definition is its baseline (first use)"
+printf '[%s]\n' "$(cat "$fixtures/publish_artifact.current.json")" >"$tmp/tools.json"
+drift_client --method tools/list || { cat "$tmp/err"; fail "tools/list failed"; }
+grep -o '"description": *"\[QUARANTINED[^"]*' "$tmp/out" || fail "the drifted tool is not marked quarantined"
+rc=0
+drift_client --method tools/call --tool-name publish_artifact --tool-arg path=dist/app.tgz \
+	--tool-arg destination=https://share.example --tool-arg visibility=public || rc=$?
+grep -q -- '-32084' "$tmp/out" "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "the call to the quarantined tool was not held (-32084)"; }
+echo "-> held by the gateway with JSON-RPC error -32084; the server never saw the call"
+
+step "Review: gatehouse tools list and diff"
+"$gh" tools list || fail "tools list failed"
+"$gh" tools diff roam-code-local publish_artifact --color never | tee "$tmp/diff" || fail "tools diff failed"
+hash="$(sed -n 's/^definition_hash: //p' "$tmp/diff")"
+[[ -n "$hash" ]] || fail "tools diff printed no definition hash"
+
+step "The gateway decision receipt of the held call, as the draft writes it"
+"$gh" ledger show --tool publish_artifact --kind gateway_decision --json | head -n 1 |
+	grep -o '"payload":.*' | cut -c1-1200
+"$gh" ledger show --tool publish_artifact --kind gateway_decision --json | head -n 1 |
+	grep -q '"server_receipt_id":"mcp_rcpt_roam_0001"' || fail "the decision does not reference the server's receipt"
+
+step "Approve the new definition (bound to the hash diff showed); the next call goes through"
+"$gh" tools approve roam-code-local publish_artifact --hash "$hash" --by demo --reason "sharing artifacts is intended" ||
+	fail "tools approve failed"
+drift_client --method tools/call --tool-name publish_artifact --tool-arg path=dist/app.tgz \
+	--tool-arg destination=https://share.example --tool-arg visibility=public ||
+	{ cat "$tmp/err"; fail "the approved tool's call was refused"; }
+cat "$tmp/out"; echo
+"$gh" ledger verify --key "$XDG_STATE_HOME/gatehouse/ledger.vkey" || fail "the ledger does not verify after the review"
 
 printf '\ndemo: OK\n'
 if [[ "${DEMO_KEEP:-0}" != 1 ]]; then

@@ -306,7 +306,8 @@ func TestDraftExampleFlow(t *testing.T) {
 		t.Errorf("response_scan_result %s, want %s", got, want)
 	}
 	as, _ := decision["argument_scan_result"].(map[string]any)
-	// The draft's keys, which the gateway records sorted.
+	// The draft's keys, in the order the Go SDK client sends them (it
+	// marshals a map: sorted); the gateway keeps the request's order.
 	if as["status"] != "pass" || asJSON(as["argument_keys"]) != `["destination","path","visibility"]` {
 		t.Errorf("argument_scan_result %v", as)
 	}

@@ -74,6 +74,7 @@ type wrapFlags struct {
 	requireRcpts string
 	gatewayID    string
 	noScan       bool
+	shadow       bool
 }
 
 func newWrapCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -118,6 +119,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
+	fl.BoolVar(&f.shadow, "shadow", false, "shadow mode: evaluate and record every verdict (policy, scanning, unknown tools, receipts) and enforce none; the server and the client get what they would with a policy that allows everything (docs/policy.md, \"Shadow mode\"; also defaults.mode: shadow)")
 	fl.BoolVar(&f.noScan, "no-scan", false, "do not scan arguments, responses and tool definitions for secrets, personal data, prompt injection and poisoning (the policy's scanning block then has no effect)")
 	return cmd
 }
@@ -325,6 +327,10 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		ServerID:  serverID,
 		Log:       dlog,
 		Logger:    logger,
+		Shadow:    f.shadow,
+	}
+	if f.shadow || pol.Settings().Mode == policy.ModeShadow {
+		fmt.Fprintln(stderr, "gatehouse: shadow mode: every verdict is recorded (shadow_decisions), none is enforced")
 	}
 	if rec2 != nil {
 		cfg.Evidence = rec2
@@ -364,6 +370,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 				ServerCommand:    decisionlog.ServerCommand(argv),
 				PolicyName:       pol.Name(),
 				PolicyVersion:    pol.Version(),
+				ShadowMode:       f.shadow || pol.Settings().Mode == policy.ModeShadow,
 				Capture:          capture,
 			})
 			if err != nil {

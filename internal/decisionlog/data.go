@@ -193,6 +193,10 @@ type SessionStart struct {
 	ServerCommand []string `json:"server_command"`
 	PolicyName    string   `json:"policy_name"`
 	PolicyVersion string   `json:"policy_version"`
+	// ShadowMode is true when the run is in shadow mode (--shadow,
+	// defaults.mode: shadow): nothing it decides is enforced. Omitted
+	// when false.
+	ShadowMode bool `json:"shadow_mode,omitempty"`
 	// Capture is set only when request receipts are on; it then carries
 	// only the scope.
 	Capture *Capture `json:"capture,omitempty"`

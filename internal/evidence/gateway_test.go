@@ -59,6 +59,7 @@ func TestDecisionDraftExample(t *testing.T) {
 func TestDecisionFieldOrder(t *testing.T) {
 	d := draftDecision()
 	d.ShadowMode = true
+	d.ShadowDecisions = []ShadowDecision{{Action: "deny", MatchedRule: "no_prod_deploys", Reason: "deploys to prod are refused", Stage: "policy"}}
 	d.ArgumentScanResult.Findings = []ScanFinding{{Rule: "github-pat", Class: "secret", Confidence: "high", Path: "/arguments/token", Action: "redact"}}
 	d.ArgumentScanResult.Reason = "r"
 	d.InputHash = HashPrefix + strings.Repeat("1", 64)
@@ -79,7 +80,7 @@ func TestDecisionFieldOrder(t *testing.T) {
 		"gateway_decision_id", "schema_version", "issued_at", "server_receipt_id", "gateway_id",
 		"server_id", "tool_name", "actor_ref_id", "role", "action", "matched_rule", "reason",
 		"policy_version", "metadata_confidence", "warnings", "argument_scan_result",
-		"response_scan_result", "drift_result", "shadow_mode", "audit_event_id",
+		"response_scan_result", "drift_result", "shadow_mode", "shadow_decisions", "audit_event_id",
 		"input_hash", "output_hash", "tool_schema_hash", "tool_description_hash", "server_receipt_status",
 		"phase", "completes_decision_id", "server_receipt_base64", "server_receipt_hash",
 	}

@@ -93,6 +93,47 @@ func TestShadowModeWire(t *testing.T) {
 	}
 
 	ledgerDB := filepath.Join(state, "gatehouse", "ledger.db")
+	// Both records of the echo call are in shadow mode: the decision with
+	// the arguments' would-have redaction, the outcome with the response's.
+	show := harness.RunCLI(t, 30*time.Second, "", nil, gatehouseBin, "ledger", "show", "--json", "--state", ledgerDB, "--tool", "echo")
+	if show.Code != 0 {
+		t.Fatalf("ledger show: exit %d\n%s", show.Code, show.Stderr)
+	}
+	phases := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(show.Stdout), "\n") {
+		var e struct {
+			Kind    string `json:"kind"`
+			Payload struct {
+				Action          string `json:"action"`
+				ShadowMode      bool   `json:"shadow_mode"`
+				ShadowDecisions []struct {
+					Action      string `json:"action"`
+					MatchedRule string `json:"matched_rule"`
+					Reason      string `json:"reason"`
+					Stage       string `json:"stage"`
+				} `json:"shadow_decisions"`
+			} `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("ledger show line: %v", err)
+		}
+		var sd []string
+		for _, d := range e.Payload.ShadowDecisions {
+			sd = append(sd, d.Action+" "+d.MatchedRule+" "+d.Stage+": "+d.Reason)
+		}
+		phases[e.Kind] = e.Payload.Action + " " + strings.Join(sd, "; ")
+		if !e.Payload.ShadowMode {
+			t.Errorf("%s of echo: shadow_mode false", e.Kind)
+		}
+	}
+	for kind, want := range map[string]string{
+		"gateway_decision": "allow redact scanning scan: the arguments hold secret (github-pat)",
+		"gateway_outcome":  "allow redact scanning scan: the response holds secret (github-pat)",
+	} {
+		if !strings.HasPrefix(phases[kind], want) {
+			t.Errorf("%s of echo: %q, want it to start %q", kind, phases[kind], want)
+		}
+	}
 	for _, src := range [][]string{{log}, {"--state", ledgerDB}} {
 		res := harness.RunCLI(t, 30*time.Second, "", nil, append([]string{gatehouseBin, "report", "shadow", "--format", "json"}, src...)...)
 		if res.Code != 0 {

@@ -289,3 +289,21 @@ func FuzzParseShadowEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestDefaultPolicyNoticeShadow: without --policy, the notice does not
+// promise a redaction that shadow mode will not make.
+func TestDefaultPolicyNoticeShadow(t *testing.T) {
+	for _, tc := range []struct {
+		noScan, shadow bool
+		want, not      string
+	}{
+		{false, false, "high-confidence secrets redacted", "shadow"},
+		{false, true, "in shadow mode scan findings are recorded, none redacted", "secrets redacted"},
+		{true, true, "scanning off (--no-scan)", "redacted"},
+	} {
+		got := defaultPolicyNotice(true, "", tc.noScan, tc.shadow)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("noScan %v shadow %v: %q, want %q and not %q", tc.noScan, tc.shadow, got, tc.want, tc.not)
+		}
+	}
+}

@@ -32,8 +32,9 @@ import (
 // without --policy: the built-in default allows every call and (unless
 // noScan) redacts high-confidence secrets, and the line says where the
 // decisions are recorded (ledgerOn: the audit ledger; decisionLog: the
-// --decision-log path, "" for none), or that they are not.
-func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan bool) string {
+// --decision-log path, "" for none), or that they are not. In shadow mode
+// (shadow) nothing is redacted, and the line says so.
+func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan, shadow bool) string {
 	var where []string
 	if ledgerOn {
 		where = append(where, "the audit ledger")
@@ -46,8 +47,11 @@ func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan bool) string 
 		recorded = "every decision recorded in " + strings.Join(where, " and ")
 	}
 	scanning := "; high-confidence secrets redacted, other scan findings monitored"
-	if noScan {
+	switch {
+	case noScan:
 		scanning = "; scanning off (--no-scan)"
+	case shadow:
+		scanning = "; in shadow mode scan findings are recorded, none redacted"
 	}
 	return "gatehouse: no --policy given: using the built-in default policy (allow every tool call" + scanning + "; " + recorded + ")"
 }
@@ -207,7 +211,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			fmt.Fprintf(stderr, "gatehouse: warning: --no-scan: nothing is scanned; policy %s's scanning block has no effect\n", f.policyPath)
 		}
 	} else {
-		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan))
+		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan, f.shadow))
 	}
 	if f.decisionLog == "" && (f.eventSource != "") {
 		return configError("--event-source needs --decision-log")

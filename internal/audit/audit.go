@@ -223,6 +223,7 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		ToolSchemaHash:      tf.schemaHash,
 		ToolDescriptionHash: tf.descHash,
 		Phase:               evidence.PhaseDecision,
+		DecisionEventID:     c.DecisionEventID,
 	}
 	if !c.Forwarded {
 		rc.ResponseScanResult = evidence.HeldResponseScan()

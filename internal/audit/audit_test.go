@@ -338,6 +338,7 @@ rules:
 			}
 			c := call(true)
 			c.ShadowMode = tc.shadowMode
+			c.DecisionEventID = "0b6f6bb0-0000-4000-8000-000000000001"
 			if err := r.Decided(c)(); err != nil {
 				t.Fatal(err)
 			}
@@ -347,6 +348,9 @@ rules:
 			}
 			dec := led.payload(t, KindGatewayDecision, 0)
 			out := led.payload(t, KindGatewayOutcome, 0)
+			if dec["decision_event_id"] != c.DecisionEventID || out["decision_event_id"] != nil {
+				t.Errorf("decision_event_id: decision %v outcome %v, want %s on the decision only", dec["decision_event_id"], out["decision_event_id"], c.DecisionEventID)
+			}
 			if dec["action"] != "allow" || dec["matched_rule"] != "default" {
 				t.Errorf("the request's receipt changed: %v %v", dec["action"], dec["matched_rule"])
 			}

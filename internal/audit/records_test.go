@@ -53,6 +53,7 @@ func equivalenceCases() []equivalenceCase {
 		}), result: plain},
 		{name: "shadow mode", require: evidence.RequireVerified, call: withTool(func(c *gateway.Call) {
 			c.ShadowMode = true
+			c.DecisionEventID = "0b6f6bb0-0000-4000-8000-000000000000"
 			c.Decision.Rule, c.Decision.Reason = "shadow_mode", "shadow mode"
 			c.Decision.Shadows = []policy.ShadowDecision{{Rule: "unknown_tool", Action: policy.ActionDeny, Reason: "not listed", Stage: "unknown_tool"}}
 			c.ResponseShadows = []policy.ShadowDecision{{Rule: "scanning", Action: policy.ActionRedact, Reason: "secret", Stage: "scan"}}

@@ -73,8 +73,9 @@ records the gateway_decision_id and audit_event_id).
 
 --since and --until take an RFC 3339 time or a duration back from now (24h).
 A malformed line is reported on stderr as FILE:LINE and skipped; the count of
-skipped lines is part of the report. Giving both the decision log and the
-ledger of one run counts its decisions once in each.`,
+skipped lines is part of the report. A decision recorded twice (the same
+file given twice; the decision log and the ledger of one run, joined by the
+decision event id) is counted once, with the ledger's ids in its examples.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReportShadow(cmd.Context(), &f, args, time.Now(), stdout, stderr)
 		},
@@ -107,8 +108,18 @@ func parseReportTime(flag, s string, now time.Time) (time.Time, error) {
 // shadowRecord is one decision record read for the report: a tool
 // decision or scan event of a decision log, or a gateway decision receipt
 // of the ledger.
+//
+// call and phase say which decision of which call it records, the same
+// for the two records of one decision (a tool decision event and the
+// ledger's decision record, a tools/call scan event and the outcome
+// record): call is the call's decision event id when known (the decision
+// record's decision_event_id, the scan event's), else the
+// gateway_decision_id of its decision, else the record's own id; phase is
+// "decision", "response" or "message" (a scanned message that is not a
+// tools/call response).
 type shadowRecord struct {
 	eventID, gatewayDecisionID, auditEventID string
+	call, phase                              string
 	time                                     time.Time
 	tool                                     string
 	enforced                                 string
@@ -130,9 +141,10 @@ type ShadowReport struct {
 	Records           int `json:"records"`
 	ShadowModeRecords int `json:"shadow_mode_records"`
 	WithShadows       int `json:"records_with_shadow_decisions"`
-	// Duplicates counts records skipped because a record with the same
-	// id (event id, gateway_decision_id) was already counted: the same
-	// file given twice, or a copy of it.
+	// Duplicates counts records of a decision already counted: the same
+	// file given twice, or the decision log and the ledger of one run
+	// (whose records name the same decision event). Their shadow decisions
+	// are counted once; a ledger record adds its ids to the examples.
 	Duplicates int `json:"duplicates"`
 	// Malformed counts the lines (and ledger entries) skipped; Problems
 	// lists the first of them.
@@ -174,6 +186,7 @@ type ShadowRow struct {
 
 	first, last time.Time
 	tools       map[string]bool
+	exampleOf   map[[2]string]int // (call, phase) -> index in Examples
 }
 
 // ShadowExample names one record of a row: a decision log's event id, or
@@ -190,8 +203,14 @@ type shadowReporter struct {
 	since, until time.Time
 	includeAllow bool
 	rows         map[[3]string]*ShadowRow
-	seen         map[string]bool // record ids counted
-	stderr       io.Writer
+	// records are the (call, phase) counted; shadows the (call, phase,
+	// rule, would-have action) counted, and the row each went to.
+	records map[[2]string]bool
+	shadows map[[4]string]*ShadowRow
+	// eventOf maps the ledger's decision records' gateway_decision_id to
+	// their call, for the outcome records that complete them.
+	eventOf map[string]string
+	stderr  io.Writer
 }
 
 func runReportShadow(ctx context.Context, f *reportShadowFlags, files []string, now time.Time, stdout, stderr io.Writer) error {
@@ -201,7 +220,8 @@ func runReportShadow(ctx context.Context, f *reportShadowFlags, files []string, 
 	if len(files) == 0 && f.state == "" {
 		return &exitError{code: reportExitUsage, err: errors.New("report shadow: give one or more decision log files, or --state")}
 	}
-	r := &shadowReporter{includeAllow: f.includeAllow, rows: map[[3]string]*ShadowRow{}, seen: map[string]bool{}, stderr: stderr}
+	r := &shadowReporter{includeAllow: f.includeAllow, rows: map[[3]string]*ShadowRow{}, records: map[[2]string]bool{},
+		shadows: map[[4]string]*ShadowRow{}, eventOf: map[string]string{}, stderr: stderr}
 	var err error
 	if r.since, err = parseReportTime("since", f.since, now); err != nil {
 		return err
@@ -317,7 +337,7 @@ func parseShadowEvent(line []byte) (rec shadowRecord, ok bool, reason string) {
 	if err != nil {
 		return rec, false, "time is not an RFC 3339 time"
 	}
-	rec = shadowRecord{eventID: id, time: t}
+	rec = shadowRecord{eventID: id, time: t, call: id, phase: "decision"}
 	if typ == decisionlog.TypeToolDecision {
 		var d decisionlog.ToolDecision
 		if json.Unmarshal(data, &d) != nil {
@@ -330,7 +350,10 @@ func parseShadowEvent(line []byte) (rec shadowRecord, ok bool, reason string) {
 	if json.Unmarshal(data, &d) != nil {
 		return rec, false, "data does not have the shape of a scan event"
 	}
-	rec.tool = d.Tool
+	rec.tool, rec.phase = d.Tool, "message"
+	if d.DecisionEventID != "" {
+		rec.call, rec.phase = d.DecisionEventID, "response"
+	}
 	if rec.tool == "" {
 		rec.tool = "(" + d.Method + ")"
 	}
@@ -366,7 +389,16 @@ func (r *shadowReporter) readLedger(ctx context.Context, state string) error {
 			return nil
 		}
 		rec := shadowRecord{gatewayDecisionID: rc.GatewayDecisionID, auditEventID: rc.AuditEventID, time: e.Time,
-			tool: rc.ToolName, enforced: rc.Action, shadowMode: rc.ShadowMode}
+			tool: rc.ToolName, enforced: rc.Action, shadowMode: rc.ShadowMode, phase: "decision", call: "g:" + rc.GatewayDecisionID}
+		if rc.CompletesDecisionID != "" {
+			rec.phase, rec.call = "response", "g:"+rc.CompletesDecisionID
+			if c, ok := r.eventOf[rc.CompletesDecisionID]; ok {
+				rec.call = c
+			}
+		} else if rc.DecisionEventID != "" {
+			rec.call, rec.eventID = rc.DecisionEventID, rc.DecisionEventID
+			r.eventOf[rc.GatewayDecisionID] = rc.DecisionEventID
+		}
 		for _, sd := range rc.ShadowDecisions {
 			rec.shadows = append(rec.shadows, decisionlog.ShadowDecision{Action: sd.Action, MatchedRule: sd.MatchedRule, Reason: sd.Reason, Stage: sd.Stage})
 		}
@@ -385,40 +417,54 @@ func (r *shadowReporter) add(rec shadowRecord) {
 	if !r.since.IsZero() && rec.time.Before(r.since) || !r.until.IsZero() && rec.time.After(r.until) {
 		return
 	}
-	id := "e:" + rec.eventID
-	if rec.eventID == "" {
-		id = "g:" + rec.gatewayDecisionID
+	if rec.call == "" {
+		rec.call = "g:" + rec.gatewayDecisionID
 	}
-	if r.seen[id] {
+	if r.records[[2]string{rec.call, rec.phase}] {
 		r.rep.Duplicates++
-		return
+	} else {
+		r.records[[2]string{rec.call, rec.phase}] = true
+		r.rep.Records++
+		if rec.shadowMode {
+			r.rep.ShadowModeRecords++
+		}
+		if len(rec.shadows) > 0 {
+			r.rep.WithShadows++
+		}
 	}
-	r.seen[id] = true
-	r.rep.Records++
-	if rec.shadowMode {
-		r.rep.ShadowModeRecords++
-	}
-	if len(rec.shadows) > 0 {
-		r.rep.WithShadows++
-	}
-	seen := map[[3]string]bool{} // a record counts once per row
 	for _, sd := range rec.shadows {
 		if sd.Action == "allow" && !r.includeAllow {
+			continue
+		}
+		occ := [4]string{rec.call, rec.phase, sd.MatchedRule, sd.Action}
+		if row := r.shadows[occ]; row != nil {
+			// Counted from the other record of this decision: only its
+			// ids are added to the example.
+			if i, ok := row.exampleOf[[2]string{rec.call, rec.phase}]; ok {
+				ex := &row.Examples[i]
+				if ex.EventID == "" {
+					ex.EventID = rec.eventID
+				}
+				if ex.GatewayDecisionID == "" {
+					ex.GatewayDecisionID, ex.AuditEventID = rec.gatewayDecisionID, rec.auditEventID
+				}
+			}
+			if !slices.Contains(row.Stages, sd.Stage) {
+				row.Stages = append(row.Stages, sd.Stage)
+			}
 			continue
 		}
 		key := [3]string{sd.MatchedRule, sd.Action, rec.enforced}
 		row := r.rows[key]
 		if row == nil {
-			row = &ShadowRow{Rule: sd.MatchedRule, WouldHaveAction: sd.Action, EnforcedAction: rec.enforced, tools: map[string]bool{}, first: rec.time, last: rec.time}
+			row = &ShadowRow{Rule: sd.MatchedRule, WouldHaveAction: sd.Action, EnforcedAction: rec.enforced, tools: map[string]bool{},
+				first: rec.time, last: rec.time, exampleOf: map[[2]string]int{}}
 			r.rows[key] = row
 		}
+		r.shadows[occ] = row
 		if !slices.Contains(row.Stages, sd.Stage) {
 			row.Stages = append(row.Stages, sd.Stage)
 		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
 		row.Count++
 		row.tools[rec.tool] = true
 		if rec.time.Before(row.first) {
@@ -428,6 +474,7 @@ func (r *shadowReporter) add(rec shadowRecord) {
 			row.last = rec.time
 		}
 		if len(row.Examples) < maxRowExamples {
+			row.exampleOf[[2]string{rec.call, rec.phase}] = len(row.Examples)
 			row.Examples = append(row.Examples, ShadowExample{EventID: rec.eventID, GatewayDecisionID: rec.gatewayDecisionID, AuditEventID: rec.auditEventID})
 		}
 	}

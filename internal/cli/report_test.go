@@ -307,3 +307,58 @@ func TestDefaultPolicyNoticeShadow(t *testing.T) {
 		}
 	}
 }
+
+// TestReportShadowLogAndLedger: the decision log and the ledger of one run
+// record each decision twice (a tool decision event and a decision
+// record, a scan event and an outcome record); the report counts each
+// shadow decision once, adds the ledger's ids to the log's examples, and
+// counts what only the ledger has (a receipt check).
+func TestReportShadowLogAndLedger(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.jsonl")
+	const ev, scanEv = "0b6f6bb0-0000-4000-8000-00000000000e", "0b6f6bb0-0000-4000-8000-00000000000f"
+	lines := `{"specversion":"1.0","id":"` + ev + `","type":"gatehouse.tool.decision.v1","time":"2026-12-01T10:00:00Z","data":{"tool":"rm","decision":"allow","shadow_mode":true,"shadow_decisions":[{"action":"deny","matched_rule":"no_rm","reason":"x","stage":"policy"}]}}` + "\n" +
+		`{"specversion":"1.0","id":"` + scanEv + `","type":"gatehouse.scan.v1","time":"2026-12-01T10:00:01Z","data":{"method":"tools/call","tool":"rm","decision_event_id":"` + ev + `","action":"allow","shadow_mode":true,"shadow_decisions":[{"action":"redact","matched_rule":"scanning","reason":"y","stage":"scan"}]}}` + "\n"
+	if err := os.WriteFile(log, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ledger.db")
+	ctx := context.Background()
+	l, err := backends.Open(ctx, path, ledger.Options{LedgerID: "shadow-join", CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []struct{ kind, id, payload string }{
+		{ledger.KindGatewayDecision, "audit_1", `{"action":"allow","audit_event_id":"audit_1","decision_event_id":"` + ev + `","gateway_decision_id":"gw_dec_1","phase":"decision","server_id":"fs","shadow_decisions":[{"action":"deny","matched_rule":"no_rm","reason":"x","stage":"policy"}],"shadow_mode":true,"tool_name":"rm"}`},
+		{ledger.KindGatewayOutcome, "audit_2", `{"action":"allow","audit_event_id":"audit_2","completes_decision_id":"gw_dec_1","gateway_decision_id":"gw_dec_2","phase":"outcome","server_id":"fs","shadow_decisions":[{"action":"redact","matched_rule":"scanning","reason":"y","stage":"scan"},{"action":"deny","matched_rule":"receipts.require","reason":"z","stage":"evidence"}],"shadow_mode":true,"tool_name":"rm"}`},
+	} {
+		if _, err := l.Append(ctx, rec.kind, rec.id, []byte(rec.payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runReportCLI(t, "report", "shadow", "--format", "json", "--state", path, log)
+	wantCode(t, code, 0, out, errOut)
+	var rep ShadowReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rowsOf(rep), "; "); got != "no_rm deny allow 1; receipts.require deny allow 1; scanning redact allow 1" {
+		t.Errorf("rows %q", got)
+	}
+	if rep.Records != 2 || rep.Duplicates != 2 {
+		t.Errorf("records %d duplicates %d, want 2 and 2", rep.Records, rep.Duplicates)
+	}
+	want := map[string]ShadowExample{
+		"no_rm":            {EventID: ev, GatewayDecisionID: "gw_dec_1", AuditEventID: "audit_1"},
+		"scanning":         {EventID: scanEv, GatewayDecisionID: "gw_dec_2", AuditEventID: "audit_2"},
+		"receipts.require": {GatewayDecisionID: "gw_dec_2", AuditEventID: "audit_2"},
+	}
+	for _, r := range rep.Rules {
+		if len(r.Examples) != 1 || r.Examples[0] != want[r.Rule] {
+			t.Errorf("%s: examples %+v, want %+v", r.Rule, r.Examples, want[r.Rule])
+		}
+	}
+}

@@ -69,6 +69,12 @@ type GatewayDecisionReceipt struct {
 	// gateway_decision_id of the decision record it completes; empty on a
 	// decision record.
 	CompletesDecisionID string `json:"completes_decision_id,omitempty"`
+	// DecisionEventID is, on a decision record, the id of the call's
+	// gatehouse.tool.decision.v1 event in the decision log (as the scan
+	// events' decision_event_id names it), so that the two records of
+	// one decision can be joined; empty without a decision log and on an
+	// outcome record.
+	DecisionEventID string `json:"decision_event_id,omitempty"`
 	// ServerReceiptBase64 is, on an outcome record, the server receipt
 	// exactly as the server sent it (the bytes of its JSON value in the
 	// result, standard padded base64, RFC 4648 §4), so that its signature

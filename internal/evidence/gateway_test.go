@@ -69,6 +69,7 @@ func TestDecisionFieldOrder(t *testing.T) {
 	d.ServerReceiptStatus = StatusOK
 	d.Phase = PhaseOutcome
 	d.CompletesDecisionID = "gw_dec_interlock_0000"
+	d.DecisionEventID = "0b6f6bb0-0000-4000-8000-000000000000"
 	d.ServerReceiptBase64 = "eyJyZWNlaXB0X2lkIjoibWNwX3JjcHRfcm9hbV8wMDAxIn0="
 	d.ServerReceiptHash = HashPrefix + strings.Repeat("5", 64)
 	out, err := json.MarshalIndent(d, "", "  ")
@@ -82,7 +83,7 @@ func TestDecisionFieldOrder(t *testing.T) {
 		"policy_version", "metadata_confidence", "warnings", "argument_scan_result",
 		"response_scan_result", "drift_result", "shadow_mode", "shadow_decisions", "audit_event_id",
 		"input_hash", "output_hash", "tool_schema_hash", "tool_description_hash", "server_receipt_status",
-		"phase", "completes_decision_id", "server_receipt_base64", "server_receipt_hash",
+		"phase", "completes_decision_id", "decision_event_id", "server_receipt_base64", "server_receipt_hash",
 	}
 	if got := topLevelNames(t, out); !slices.Equal(got, want) {
 		t.Errorf("names = %q\nwant    %q", got, want)

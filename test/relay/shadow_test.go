@@ -134,7 +134,8 @@ func TestShadowModeWire(t *testing.T) {
 			t.Errorf("%s of echo: %q, want it to start %q", kind, phases[kind], want)
 		}
 	}
-	for _, src := range [][]string{{log}, {"--state", ledgerDB}} {
+	counts := map[string]map[string]int{}
+	for _, src := range [][]string{{log}, {"--state", ledgerDB}, {"--state", ledgerDB, log}} {
 		res := harness.RunCLI(t, 30*time.Second, "", nil, append([]string{gatehouseBin, "report", "shadow", "--format", "json"}, src...)...)
 		if res.Code != 0 {
 			t.Fatalf("report shadow %v: exit %d\n%s", src, res.Code, res.Stderr)
@@ -158,6 +159,19 @@ func TestShadowModeWire(t *testing.T) {
 		}
 		if got["deny_delete deny allow"] == 0 || got["scanning redact allow"] == 0 || got["trial_watch_writes monitor allow"] == 0 {
 			t.Errorf("report shadow %v: rows %v, want deny_delete, scanning and trial_watch_writes", src, got)
+		}
+		counts[strings.Join(src, " ")] = got
+	}
+	// The log and the ledger of one run together count each decision
+	// once: as the log alone (the ledger has nothing the log lacks here:
+	// no receipt checks).
+	if both, alone := counts["--state "+ledgerDB+" "+log], counts[log]; len(both) != len(alone) {
+		t.Errorf("log and ledger: rows %v, log alone %v", both, alone)
+	} else {
+		for k, n := range alone {
+			if both[k] != n {
+				t.Errorf("log and ledger: %s counted %d, log alone %d", k, both[k], n)
+			}
 		}
 	}
 }

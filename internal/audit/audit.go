@@ -225,9 +225,6 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 	warnings = append(warnings, tf.intent.Warnings()...) // metadata_conflict:<field> (evidence.md §4)
 	warnings = append(warnings, c.DriftWarnings...)      // the tool's drift (docs/drift.md)
 	d := c.Decision
-	if d.Shadow != nil {
-		warnings = append(warnings, fmt.Sprintf("shadow rule %s would have decided %s", d.Shadow.Rule, d.Shadow.Action))
-	}
 	rc := &evidence.GatewayDecisionReceipt{
 		GatewayDecisionID:   evidence.NewGatewayDecisionID(),
 		SchemaVersion:       evidence.SchemaVersion,
@@ -245,12 +242,14 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 		Warnings:            warnings,
 		ArgumentScanResult:  argumentScan(c.ArgumentScan, argKeys),
 		DriftResult:         c.DriftResult,
-		ShadowMode:          false,
+		ShadowMode:          c.ShadowMode,
+		ShadowDecisions:     receiptShadows(nil, d.Shadows),
 		AuditEventID:        evidence.NewAuditEventID(),
 		InputHash:           inputHash,
 		ToolSchemaHash:      tf.schemaHash,
 		ToolDescriptionHash: tf.descHash,
 		Phase:               evidence.PhaseDecision,
+		DecisionEventID:     c.DecisionEventID,
 	}
 	if !c.Forwarded {
 		rc.ResponseScanResult = evidence.HeldResponseScan()
@@ -285,6 +284,20 @@ func (r *Recorder) Decided(c *gateway.Call) (wait func() error) {
 	}
 	c.State = st
 	return r.write(KindGatewayDecision, rc)
+}
+
+// receiptShadows appends the shadow decisions ds to out as a receipt's
+// shadow_decisions (the decision event's names, evidence.ShadowDecision);
+// a decision without a stage is the evidence stage's own.
+func receiptShadows(out []evidence.ShadowDecision, ds []policy.ShadowDecision) []evidence.ShadowDecision {
+	for _, sd := range ds {
+		stage := sd.Stage
+		if stage == "" {
+			stage = gateway.StageEvidence
+		}
+		out = append(out, evidence.ShadowDecision{Action: string(sd.Action), MatchedRule: sd.Rule, Reason: sd.Reason, Stage: stage})
+	}
+	return out
 }
 
 // argumentScan is the argument_scan_result of a decision record: the
@@ -342,6 +355,7 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 		Reason:              d.Reason,
 		PolicyVersion:       d.PolicyVersion,
 		ShadowMode:          d.ShadowMode,
+		ShadowDecisions:     receiptShadows(nil, c.ResponseShadows),
 		AuditEventID:        evidence.NewAuditEventID(),
 		Phase:               evidence.PhaseOutcome,
 		CompletesDecisionID: d.GatewayDecisionID,
@@ -464,6 +478,12 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 	}
 	withhold, why := false, ""
 	action, reason := r.cfg.Require.Check(status)
+	if c.ShadowMode && action != evidence.ActionAllow && action != "" {
+		// Shadow mode: what receipts.require would have done is recorded
+		// beside what was done (relayed).
+		rc.ShadowDecisions = append(rc.ShadowDecisions, evidence.ShadowDecision{Action: action, MatchedRule: RuleReceiptRequirement, Reason: reason, Stage: gateway.StageEvidence})
+		action = evidence.ActionAllow
+	}
 	switch action {
 	case evidence.ActionDeny:
 		rc.Action, rc.MatchedRule, rc.Reason = evidence.ActionDeny, RuleReceiptRequirement, reason
@@ -507,8 +527,10 @@ func (r *Recorder) Responded(c *gateway.Call, resp *jsonrpc.Message) (wait func(
 // (receipt.status, receipt.conflicts; the principal, server and tool as on
 // the request) and records the result in the outcome receipt rc: a deny
 // replaces the action, rule and reason and withholds the response; a
-// monitor turns an allow into monitor, naming its rule; a matching shadow
-// rule is a warning.
+// monitor turns an allow into monitor, naming its rule; every matching
+// shadow rule is a shadow decision (shadow_decisions, stage evidence). In
+// shadow mode (c.ShadowMode) the deciding rule is a shadow decision too,
+// recorded before the shadow rules, and nothing changes or is withheld.
 func (r *Recorder) receiptRules(c *gateway.Call, rc *evidence.GatewayDecisionReceipt, status evidence.Status, conflicts int) (withhold bool, why string) {
 	d, matched := r.cfg.Policy.EvaluateReceipt(&policy.Input{
 		Principal: c.Principal,
@@ -516,9 +538,11 @@ func (r *Recorder) receiptRules(c *gateway.Call, rc *evidence.GatewayDecisionRec
 		Tool:      c.PolicyTool(),
 		Receipt:   &policy.Receipt{Status: string(status), Conflicts: conflicts},
 	})
-	if d.Shadow != nil {
-		rc.Warnings = append(rc.Warnings, fmt.Sprintf("shadow rule %s would have decided %s on the receipt", d.Shadow.Rule, d.Shadow.Action))
+	if matched && c.ShadowMode {
+		rc.ShadowDecisions = receiptShadows(rc.ShadowDecisions, []policy.ShadowDecision{{Action: d.Action, Rule: d.Rule, Reason: d.Reason, ReasonCode: d.ReasonCode}})
+		matched = false
 	}
+	rc.ShadowDecisions = receiptShadows(rc.ShadowDecisions, d.Shadows)
 	if !matched {
 		return false, ""
 	}

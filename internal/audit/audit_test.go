@@ -282,7 +282,10 @@ func toStrings(v any) []string {
 // TestReceiptRulesDecideTheOutcome: the policy's receipt rules decide a
 // forwarded call again on its response: a deny withholds the response and
 // is recorded in the outcome receipt with its rule; a monitor and a shadow
-// rule leave it through, recorded; the request's phase is unaffected.
+// rule leave it through, recorded (the shadow rule in shadow_decisions);
+// the request's phase is unaffected. In shadow mode nothing is withheld:
+// the outcome is allow and every would-have decision, receipts.require's
+// included, is in shadow_decisions, with shadow_mode true.
 func TestReceiptRulesDecideTheOutcome(t *testing.T) {
 	pol, err := policy.Parse("r.yaml", []byte(`name: r
 version: "1"
@@ -305,27 +308,37 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
+	unsigned := func(t *testing.T) []byte {
+		return []byte(`{"_meta":{"dev.gatehouse/security-receipt":{"receipt_id":"r9","server_id":"srv","tool_name":"read","tool_call_id":"req_1","schema_version":"0.1","issued_at":"2026-11-30T10:00:00Z"}}}`)
+	}
 	for _, tc := range []struct {
-		name     string
-		result   func(t *testing.T) []byte
-		withhold bool
-		action   string
-		rule     string
-		warning  string
+		name       string
+		shadowMode bool
+		require    evidence.Requirement
+		result     func(t *testing.T) []byte
+		withhold   bool
+		action     string
+		rule       string
+		warning    string
+		shadows    string // the outcome's shadow_decisions: action/rule/stage, joined by ", "
 	}{
-		{"verified", func(t *testing.T) []byte { return signedResult(t, nil) }, false, "allow", "default", ""},
-		{"unsigned", func(t *testing.T) []byte {
-			return []byte(`{"_meta":{"dev.gatehouse/security-receipt":{"receipt_id":"r9","server_id":"srv","tool_name":"read","tool_call_id":"req_1","schema_version":"0.1","issued_at":"2026-11-30T10:00:00Z"}}}`)
-		}, true, "deny", "signed_receipts_only", "shadow rule strict_trial would have decided deny on the receipt"},
-		{"none", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, false, "monitor", "watch_empty", "receipt rule watch_empty: the server sent no receipt"},
+		{"verified", false, "", func(t *testing.T) []byte { return signedResult(t, nil) }, false, "allow", "default", "", ""},
+		{"unsigned", false, "", unsigned, true, "deny", "signed_receipts_only", "", "deny/strict_trial/evidence"},
+		{"none", false, "", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, false, "monitor", "watch_empty", "receipt rule watch_empty: the server sent no receipt", "deny/strict_trial/evidence"},
+		{"unsigned in shadow mode", true, evidence.RequireVerified, unsigned, false, "allow", "default", "",
+			"deny/receipts.require/evidence, deny/signed_receipts_only/evidence, deny/strict_trial/evidence"},
+		{"none in shadow mode", true, "", func(*testing.T) []byte { return []byte(`{"content":[]}`) }, false, "allow", "default", "",
+			"monitor/watch_empty/evidence, deny/strict_trial/evidence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			led := &memLedger{}
-			r, err := New(Config{Ledger: led, Keys: keys(), GatewayID: "gw", Policy: pol})
+			r, err := New(Config{Ledger: led, Keys: keys(), GatewayID: "gw", Policy: pol, Require: tc.require})
 			if err != nil {
 				t.Fatal(err)
 			}
 			c := call(true)
+			c.ShadowMode = tc.shadowMode
+			c.DecisionEventID = "0b6f6bb0-0000-4000-8000-000000000001"
 			if err := r.Decided(c)(); err != nil {
 				t.Fatal(err)
 			}
@@ -335,6 +348,9 @@ rules:
 			}
 			dec := led.payload(t, KindGatewayDecision, 0)
 			out := led.payload(t, KindGatewayOutcome, 0)
+			if dec["decision_event_id"] != c.DecisionEventID || out["decision_event_id"] != nil {
+				t.Errorf("decision_event_id: decision %v outcome %v, want %s on the decision only", dec["decision_event_id"], out["decision_event_id"], c.DecisionEventID)
+			}
 			if dec["action"] != "allow" || dec["matched_rule"] != "default" {
 				t.Errorf("the request's receipt changed: %v %v", dec["action"], dec["matched_rule"])
 			}
@@ -343,6 +359,18 @@ rules:
 			}
 			if ws := strings.Join(toStrings(out["warnings"]), "; "); tc.warning != "" && !strings.Contains(ws, tc.warning) {
 				t.Errorf("outcome warnings %q lack %q", ws, tc.warning)
+			}
+			var shadows []string
+			list, _ := out["shadow_decisions"].([]any)
+			for _, x := range list {
+				m := x.(map[string]any)
+				shadows = append(shadows, fmt.Sprintf("%v/%v/%v", m["action"], m["matched_rule"], m["stage"]))
+			}
+			if got := strings.Join(shadows, ", "); got != tc.shadows {
+				t.Errorf("outcome shadow_decisions %q, want %q", got, tc.shadows)
+			}
+			if out["shadow_mode"] != tc.shadowMode || dec["shadow_mode"] != tc.shadowMode {
+				t.Errorf("shadow_mode: decision %v outcome %v, want %v", dec["shadow_mode"], out["shadow_mode"], tc.shadowMode)
 			}
 		})
 	}

@@ -49,7 +49,14 @@ func equivalenceCases() []equivalenceCase {
 			return c
 		}},
 		{name: "shadow", call: withTool(func(c *gateway.Call) {
-			c.Decision.Shadow = &policy.ShadowDecision{Rule: "shadow_rule", Action: policy.ActionDeny}
+			c.Decision.Shadows = []policy.ShadowDecision{{Rule: "shadow_rule", Action: policy.ActionDeny, Stage: "policy"}, {Rule: "r<2>", Action: policy.ActionMonitor, Reason: "\u2028", Stage: "policy"}}
+		}), result: plain},
+		{name: "shadow mode", require: evidence.RequireVerified, call: withTool(func(c *gateway.Call) {
+			c.ShadowMode = true
+			c.DecisionEventID = "0b6f6bb0-0000-4000-8000-000000000000"
+			c.Decision.Rule, c.Decision.Reason = "shadow_mode", "shadow mode"
+			c.Decision.Shadows = []policy.ShadowDecision{{Rule: "unknown_tool", Action: policy.ActionDeny, Reason: "not listed", Stage: "unknown_tool"}}
+			c.ResponseShadows = []policy.ShadowDecision{{Rule: "scanning", Action: policy.ActionRedact, Reason: "secret", Stage: "scan"}}
 		}), result: plain},
 		{name: "unknown tool", call: withTool(func(c *gateway.Call) { c.Known, c.Tool = false, mcp.Tool{} }), result: plain},
 		{name: "declaration and heuristics", call: withTool(func(c *gateway.Call) {

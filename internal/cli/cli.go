@@ -74,6 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.AddCommand(newKeysCmd(stdout, stderr))
 	root.AddCommand(newPolicyCmd(stdout, stderr))
 	root.AddCommand(newToolsCmd(stdout, stderr))
+	root.AddCommand(newReportCmd(stdout, stderr))
 	err := root.Execute()
 	if err == nil {
 		return 0

@@ -59,8 +59,14 @@ file cannot be read, 64 usage.`,
 			if p.RuleCount() == 1 {
 				rules = "rule"
 			}
-			fmt.Fprintf(stdout, "OK policy %s (%s), version %s: %d %s; default action %s\n",
-				shown(p.Name()), shown(args[0]), shown(p.Version()), p.RuleCount(), rules, p.DefaultAction())
+			mode := ""
+			if p.Settings().Mode == policy.ModeShadow {
+				// defaults.mode: shadow changes what wrap does more than
+				// any rule: say so.
+				mode = "; shadow mode (defaults.mode): every verdict recorded, none enforced"
+			}
+			fmt.Fprintf(stdout, "OK policy %s (%s), version %s: %d %s; default action %s%s\n",
+				shown(p.Name()), shown(args[0]), shown(p.Version()), p.RuleCount(), rules, p.DefaultAction(), mode)
 			warnUnnamedRole(stderr, p, role, args[0])
 			warnPolicy(stderr, p, args[0], false)
 			return nil

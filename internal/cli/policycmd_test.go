@@ -15,6 +15,8 @@ func TestPolicyCheck(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("name: x\nversion: \"1\"\nrules:\n  - id: r\n    when: tool.nme == \"x\"\n    action: deny\n    reason: r\n"), 0o600)
 	unreadable := filepath.Join(dir, "missing.yaml")
+	shadow := filepath.Join(dir, "shadow.yaml")
+	os.WriteFile(shadow, []byte("name: s\nversion: \"1\"\ndefaults:\n  mode: shadow\n"), 0o600)
 	example := "../../examples/policies/readonly-agent.yaml"
 	for _, tc := range []struct {
 		name      string
@@ -28,6 +30,7 @@ func TestPolicyCheck(t *testing.T) {
 		{"role named", []string{example, "--role", "readonly_agent"}, 0, "1 rule; default action allow", "", "warning"},
 		{"role not named", []string{example, "--role", "readonly-agent"}, 0, "OK policy", `--role "readonly-agent" appears in no rule`, ""},
 		{"invalid", []string{bad}, 1, "", bad + ":5: rule r: condition", ""},
+		{"shadow mode", []string{shadow}, 0, "0 rules; default action allow; shadow mode (defaults.mode): every verdict recorded, none enforced\n", "", "warning"},
 		{"unreadable", []string{unreadable}, 2, "", "no such file", ""},
 		{"a directory", []string{dir}, 2, "", "is a directory", ""},
 		{"no file", nil, 64, "", "want one policy FILE", ""},

@@ -32,8 +32,9 @@ import (
 // without --policy: the built-in default allows every call and (unless
 // noScan) redacts high-confidence secrets, and the line says where the
 // decisions are recorded (ledgerOn: the audit ledger; decisionLog: the
-// --decision-log path, "" for none), or that they are not.
-func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan bool) string {
+// --decision-log path, "" for none), or that they are not. In shadow mode
+// (shadow) nothing is redacted, and the line says so.
+func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan, shadow bool) string {
 	var where []string
 	if ledgerOn {
 		where = append(where, "the audit ledger")
@@ -46,8 +47,11 @@ func defaultPolicyNotice(ledgerOn bool, decisionLog string, noScan bool) string 
 		recorded = "every decision recorded in " + strings.Join(where, " and ")
 	}
 	scanning := "; high-confidence secrets redacted, other scan findings monitored"
-	if noScan {
+	switch {
+	case noScan:
 		scanning = "; scanning off (--no-scan)"
+	case shadow:
+		scanning = "; in shadow mode scan findings are recorded, none redacted"
 	}
 	return "gatehouse: no --policy given: using the built-in default policy (allow every tool call" + scanning + "; " + recorded + ")"
 }
@@ -75,6 +79,7 @@ type wrapFlags struct {
 	gatewayID    string
 	noScan       bool
 	baseline     string
+	shadow       bool
 }
 
 func newWrapCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -120,6 +125,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
 	fl.StringVar(&f.baseline, "baseline", "", "how tool baselines are taken: first-use (a tool's first listing is its baseline) or require (only gatehouse tools approve sets one; a tool never approved is refused); default: the policy's drift.baseline, else first-use")
+	fl.BoolVar(&f.shadow, "shadow", false, "shadow mode: evaluate and record every verdict (policy, scanning, unknown tools, receipts) and enforce none; the server and the client get what they would with a policy that allows everything (docs/policy.md, \"Shadow mode\"; also defaults.mode: shadow)")
 	fl.BoolVar(&f.noScan, "no-scan", false, "do not scan arguments, responses and tool definitions for secrets, personal data, prompt injection and poisoning (the policy's scanning block then has no effect)")
 	return cmd
 }
@@ -207,7 +213,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 			fmt.Fprintf(stderr, "gatehouse: warning: --no-scan: nothing is scanned; policy %s's scanning block has no effect\n", f.policyPath)
 		}
 	} else {
-		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan))
+		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan, f.shadow))
 	}
 	if f.decisionLog == "" && (f.eventSource != "") {
 		return configError("--event-source needs --decision-log")
@@ -328,6 +334,10 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 		Log:       dlog,
 		Logger:    logger,
 		GatewayID: gatewayIDOf(f.gatewayID),
+		Shadow:    f.shadow,
+	}
+	if f.shadow || pol.Settings().Mode == policy.ModeShadow {
+		fmt.Fprintln(stderr, "gatehouse: shadow mode: every verdict is recorded (shadow_decisions), none is enforced")
 	}
 	switch f.baseline {
 	case "":
@@ -387,6 +397,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 				ServerCommand:    decisionlog.ServerCommand(argv),
 				PolicyName:       pol.Name(),
 				PolicyVersion:    pol.Version(),
+				ShadowMode:       f.shadow || pol.Settings().Mode == policy.ModeShadow,
 				Capture:          capture,
 			})
 			if err != nil {

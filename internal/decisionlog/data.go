@@ -61,8 +61,17 @@ type ToolDecision struct {
 	// PolicyName and PolicyVersion identify the policy in force.
 	PolicyName    string `json:"policy_name"`
 	PolicyVersion string `json:"policy_version"`
-	// Shadow is the decision of a shadow (not enforced) policy, if any.
-	Shadow *ShadowDecision `json:"shadow,omitempty"`
+	// ShadowMode is true when the gateway ran in shadow mode (gatehouse
+	// wrap --shadow, defaults.mode: shadow): no stage's verdict was
+	// enforced, Decision is what was done (allow), and ShadowDecisions
+	// say what would have been. Omitted when false.
+	ShadowMode bool `json:"shadow_mode,omitempty"`
+	// ShadowDecisions are the would-have decisions recorded beside the
+	// enforced one, in the order the stages gave them: every matching
+	// `mode: shadow` rule, and in shadow mode every stage's verdict.
+	// Omitted when there is none. The gateway decision receipt carries the
+	// same list under the same name (evidence.ShadowDecision).
+	ShadowDecisions []ShadowDecision `json:"shadow_decisions,omitempty"`
 	// RPCIDPresent reports whether the request had an `id` member.
 	RPCIDPresent bool `json:"rpc_id_present"`
 	// RPCID is the request's `id` token verbatim (a number keeps its
@@ -172,6 +181,12 @@ type Scanned struct {
 	// ScanResult is the scan (status, findings, action, redaction
 	// records), as JSON; never a matched value.
 	ScanResult json.RawMessage `json:"scan_result"`
+	// ShadowMode and ShadowDecisions are as in [ToolDecision]: in shadow
+	// mode Action is what was done (allow: relayed unchanged) and the
+	// would-have verdicts of the response filters and response rules are
+	// in ShadowDecisions; outside it, matching shadow response rules are.
+	ShadowMode      bool             `json:"shadow_mode,omitempty"`
+	ShadowDecisions []ShadowDecision `json:"shadow_decisions,omitempty"`
 	// PrincipalID, Role and ServerID identify the session.
 	PrincipalID string `json:"principal_id,omitempty"`
 	Role        string `json:"role,omitempty"`
@@ -196,12 +211,21 @@ type ToolRefused struct {
 	Forwarded bool `json:"forwarded"`
 }
 
-// ShadowDecision is what a shadow policy would have decided; it is recorded
-// but not enforced.
+// ShadowDecision is one would-have decision: what a shadow rule, or a
+// stage running in shadow, would have decided had it been enforced
+// (evidence.md §5). It is recorded, never enforced.
 type ShadowDecision struct {
-	Action      string `json:"action"`
+	// Action is the would-have action: allow, monitor, redact,
+	// quarantine or deny.
+	Action string `json:"action"`
+	// MatchedRule names the rule ("scanning" for the scanning block's
+	// actions, unknown_tool, ... for the gateway's own stages).
 	MatchedRule string `json:"matched_rule"`
-	Reason      string `json:"reason"`
+	// Reason is human-readable; it never contains argument values.
+	Reason string `json:"reason"`
+	// Stage is the gateway stage that gave it (policy, scan,
+	// unknown_tool, argument_name_case, evidence, ...).
+	Stage string `json:"stage"`
 }
 
 // SessionStart is the `data` of the [TypeSessionStart] event, emitted once
@@ -216,6 +240,10 @@ type SessionStart struct {
 	ServerCommand []string `json:"server_command"`
 	PolicyName    string   `json:"policy_name"`
 	PolicyVersion string   `json:"policy_version"`
+	// ShadowMode is true when the run is in shadow mode (--shadow,
+	// defaults.mode: shadow): nothing it decides is enforced. Omitted
+	// when false.
+	ShadowMode bool `json:"shadow_mode,omitempty"`
 	// Capture is set only when request receipts are on; it then carries
 	// only the scope.
 	Capture *Capture `json:"capture,omitempty"`

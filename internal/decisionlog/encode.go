@@ -59,14 +59,26 @@ func (d ToolDecision) appendJSON(b []byte) ([]byte, bool) {
 	b = appendString(b, d.PolicyName)
 	b = append(b, `,"policy_version":`...)
 	b = appendString(b, d.PolicyVersion)
-	if d.Shadow != nil {
-		b = append(b, `,"shadow":{"action":`...)
-		b = appendString(b, d.Shadow.Action)
-		b = append(b, `,"matched_rule":`...)
-		b = appendString(b, d.Shadow.MatchedRule)
-		b = append(b, `,"reason":`...)
-		b = appendString(b, d.Shadow.Reason)
-		b = append(b, '}')
+	if d.ShadowMode {
+		b = append(b, `,"shadow_mode":true`...)
+	}
+	if len(d.ShadowDecisions) > 0 {
+		b = append(b, `,"shadow_decisions":[`...)
+		for i, sd := range d.ShadowDecisions {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"action":`...)
+			b = appendString(b, sd.Action)
+			b = append(b, `,"matched_rule":`...)
+			b = appendString(b, sd.MatchedRule)
+			b = append(b, `,"reason":`...)
+			b = appendString(b, sd.Reason)
+			b = append(b, `,"stage":`...)
+			b = appendString(b, sd.Stage)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	b = append(b, `,"rpc_id_present":`...)
 	b = strconv.AppendBool(b, d.RPCIDPresent)

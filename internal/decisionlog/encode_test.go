@@ -45,7 +45,9 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 	full := ToolDecision{
 		Tool: "write_file", Decision: DecisionDeny, ReasonCode: "policy_rule", Reason: "role <readonly> & \"quotes\" \\ \u2028\u2029 \x00\x1f\b\f\n\r\t é 𝄞 \x7f\u0085\u009b\x1b]0;pwned\x07",
 		MatchedRule: "readonly_agent_no_mutating_tools", PolicyName: "p", PolicyVersion: "1",
-		Shadow:       &ShadowDecision{Action: "deny", MatchedRule: "s", Reason: "would <deny>"},
+		ShadowMode: true,
+		ShadowDecisions: []ShadowDecision{{Action: "deny", MatchedRule: "s", Reason: "would <deny>", Stage: "policy"},
+			{Action: "redact", MatchedRule: "scanning", Reason: "\u2028 \x1b", Stage: "scan"}},
 		RPCIDPresent: true, RPCID: json.RawMessage(`"a\u2028b"`), ToolCallID: "req_7", ToolCallIDStrength: StrengthWeak, ToolCallIDSource: SourceJSONRPCID,
 		PrincipalID: "alice", Role: "readonly_agent", ServerID: "fs", SideEffect: "mutating", ToolKnown: true, Forwarded: false,
 		ArgumentScanResult: json.RawMessage(`{"action":"redact","findings":[{"action":"redact","class":"secret","confidence":"high","excerpt":"ghp_…(40) <>","path":"/arguments/token","rule":"github-pat"}],"status":"fail"}`),
@@ -58,6 +60,8 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"every field", full, true},
 		{"empty optional fields and nil id", ToolDecision{Tool: "echo", Decision: DecisionAllow}, true},
+		{"one shadow decision, not in shadow mode", ToolDecision{Tool: "echo", ShadowDecisions: []ShadowDecision{{Action: "monitor", MatchedRule: "r"}}}, true},
+		{"shadow mode without shadow decisions", ToolDecision{Tool: "echo", ShadowMode: true}, true},
 		{"numeric id kept verbatim", ToolDecision{Tool: "echo", RPCID: json.RawMessage(`12345678901234567890`), RPCIDPresent: true}, true},
 		{"fraction id", ToolDecision{Tool: "echo", RPCID: json.RawMessage(`1.0e2`), RPCIDPresent: true}, true},
 		{"null id", ToolDecision{Tool: "echo", RPCID: json.RawMessage(`null`)}, true},
@@ -90,7 +94,8 @@ func FuzzAppendEvent(f *testing.F) {
 			d.RPCID = nil
 		}
 		if shadow {
-			d.Shadow = &ShadowDecision{Action: decision, MatchedRule: reason, Reason: tool}
+			d.ShadowMode = true
+			d.ShadowDecisions = []ShadowDecision{{Action: decision, MatchedRule: reason, Reason: tool, Stage: principal}, {Action: reason}}
 		}
 		if !json.Valid(d.RPCID) && d.RPCID != nil {
 			if _, ok := d.appendJSON(nil); ok {

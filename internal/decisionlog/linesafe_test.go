@@ -75,7 +75,7 @@ func TestEventsAreLineSafe(t *testing.T) {
 	}
 	for _, name := range names {
 		emit(TypeToolDecision, ToolDecision{Tool: name, Decision: DecisionDeny, Reason: "reason " + name, MatchedRule: name, ToolCallID: name,
-			RPCIDPresent: true, RPCID: json.RawMessage(`"` + name[:1] + "\u2028\u0085\u009b\x7f" + `"`), Shadow: &ShadowDecision{Reason: name}}, name)
+			RPCIDPresent: true, RPCID: json.RawMessage(`"` + name[:1] + "\u2028\u0085\u009b\x7f" + `"`), ShadowDecisions: []ShadowDecision{{Reason: name, Stage: name}}}, name)
 		// An rpc_id that is a string holding the name as valid JSON
 		// (C0 escaped, the rest as it is), with whitespace: encoding/json
 		// writes this event.

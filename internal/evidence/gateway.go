@@ -32,31 +32,36 @@ import (
 // always written; the others are omitted when empty. [CanonicalJSON]
 // encodes it in RFC 8785 form in one pass.
 type GatewayDecisionReceipt struct {
-	GatewayDecisionID   string       `json:"gateway_decision_id"` // [NewGatewayDecisionID]
-	SchemaVersion       string       `json:"schema_version"`      // "0.1"
-	IssuedAt            string       `json:"issued_at"`           // RFC 3339, [Timestamp]
-	ServerReceiptID     string       `json:"server_receipt_id,omitempty"`
-	GatewayID           string       `json:"gateway_id,omitempty"`
-	ServerID            string       `json:"server_id"`
-	ToolName            string       `json:"tool_name"`
-	ActorRefID          string       `json:"actor_ref_id,omitempty"`
-	Role                string       `json:"role,omitempty"`
-	Action              string       `json:"action"` // allow, deny, monitor, quarantine or redact
-	MatchedRule         string       `json:"matched_rule,omitempty"`
-	Reason              string       `json:"reason,omitempty"`
-	PolicyVersion       string       `json:"policy_version,omitempty"`
-	MetadataConfidence  float64      `json:"metadata_confidence"` // [Confidence], 0..1
-	Warnings            []string     `json:"warnings,omitempty"`
-	ArgumentScanResult  *ScanResult  `json:"argument_scan_result,omitempty"`
-	ResponseScanResult  *ScanResult  `json:"response_scan_result,omitempty"`
-	DriftResult         *DriftResult `json:"drift_result,omitempty"`
-	ShadowMode          bool         `json:"shadow_mode"`
-	AuditEventID        string       `json:"audit_event_id,omitempty"` // [NewAuditEventID]: the record_id of its ledger entry
-	InputHash           string       `json:"input_hash,omitempty"`     // [InputHash] of params.arguments
-	OutputHash          string       `json:"output_hash,omitempty"`    // [Hash] of the whole result
-	ToolSchemaHash      string       `json:"tool_schema_hash,omitempty"`
-	ToolDescriptionHash string       `json:"tool_description_hash,omitempty"`
-	ServerReceiptStatus Status       `json:"server_receipt_status,omitempty"` // [Verify]
+	GatewayDecisionID  string       `json:"gateway_decision_id"` // [NewGatewayDecisionID]
+	SchemaVersion      string       `json:"schema_version"`      // "0.1"
+	IssuedAt           string       `json:"issued_at"`           // RFC 3339, [Timestamp]
+	ServerReceiptID    string       `json:"server_receipt_id,omitempty"`
+	GatewayID          string       `json:"gateway_id,omitempty"`
+	ServerID           string       `json:"server_id"`
+	ToolName           string       `json:"tool_name"`
+	ActorRefID         string       `json:"actor_ref_id,omitempty"`
+	Role               string       `json:"role,omitempty"`
+	Action             string       `json:"action"` // allow, deny, monitor, quarantine or redact
+	MatchedRule        string       `json:"matched_rule,omitempty"`
+	Reason             string       `json:"reason,omitempty"`
+	PolicyVersion      string       `json:"policy_version,omitempty"`
+	MetadataConfidence float64      `json:"metadata_confidence"` // [Confidence], 0..1
+	Warnings           []string     `json:"warnings,omitempty"`
+	ArgumentScanResult *ScanResult  `json:"argument_scan_result,omitempty"`
+	ResponseScanResult *ScanResult  `json:"response_scan_result,omitempty"`
+	DriftResult        *DriftResult `json:"drift_result,omitempty"`
+	ShadowMode         bool         `json:"shadow_mode"`
+	// ShadowDecisions are the would-have decisions beside Action (every
+	// matching `mode: shadow` rule; with shadow_mode true, every stage's
+	// verdict, none enforced), named as in the decision event's
+	// shadow_decisions. Gatehouse's addition to the draft's table.
+	ShadowDecisions     []ShadowDecision `json:"shadow_decisions,omitempty"`
+	AuditEventID        string           `json:"audit_event_id,omitempty"` // [NewAuditEventID]: the record_id of its ledger entry
+	InputHash           string           `json:"input_hash,omitempty"`     // [InputHash] of params.arguments
+	OutputHash          string           `json:"output_hash,omitempty"`    // [Hash] of the whole result
+	ToolSchemaHash      string           `json:"tool_schema_hash,omitempty"`
+	ToolDescriptionHash string           `json:"tool_description_hash,omitempty"`
+	ServerReceiptStatus Status           `json:"server_receipt_status,omitempty"` // [Verify]
 
 	// Phase is [PhaseDecision] or [PhaseOutcome].
 	Phase string `json:"phase,omitempty"`
@@ -64,6 +69,12 @@ type GatewayDecisionReceipt struct {
 	// gateway_decision_id of the decision record it completes; empty on a
 	// decision record.
 	CompletesDecisionID string `json:"completes_decision_id,omitempty"`
+	// DecisionEventID is, on a decision record, the id of the call's
+	// gatehouse.tool.decision.v1 event in the decision log (as the scan
+	// events' decision_event_id names it), so that the two records of
+	// one decision can be joined; empty without a decision log and on an
+	// outcome record.
+	DecisionEventID string `json:"decision_event_id,omitempty"`
 	// ServerReceiptBase64 is, on an outcome record, the server receipt
 	// exactly as the server sent it (the bytes of its JSON value in the
 	// result, standard padded base64, RFC 4648 §4), so that its signature
@@ -135,6 +146,24 @@ type ScanFinding struct {
 // [ReasonHeldBeforeForwarding].
 func HeldResponseScan() *ScanResult {
 	return &ScanResult{Status: ScanNotRun, Reason: ReasonHeldBeforeForwarding}
+}
+
+// ShadowDecision is one would-have decision of a [GatewayDecisionReceipt]
+// (evidence.md §5, shadow): evaluated and recorded, not enforced. The
+// members are those of the decision event's shadow_decisions
+// (docs/decision-log.md).
+type ShadowDecision struct {
+	// Action is the would-have action (allow, monitor, redact,
+	// quarantine, deny).
+	Action string `json:"action"`
+	// MatchedRule names the rule or the stage's own rule (scanning,
+	// unknown_tool, receipts.require, ...).
+	MatchedRule string `json:"matched_rule"`
+	// Reason is human-readable, never an argument value.
+	Reason string `json:"reason"`
+	// Stage is the stage that gave it (policy, scan, unknown_tool,
+	// evidence, ...).
+	Stage string `json:"stage"`
 }
 
 // DriftResult is a baseline drift result (evidence.md §6, §7).

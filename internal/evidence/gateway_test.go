@@ -59,6 +59,7 @@ func TestDecisionDraftExample(t *testing.T) {
 func TestDecisionFieldOrder(t *testing.T) {
 	d := draftDecision()
 	d.ShadowMode = true
+	d.ShadowDecisions = []ShadowDecision{{Action: "deny", MatchedRule: "no_prod_deploys", Reason: "deploys to prod are refused", Stage: "policy"}}
 	d.ArgumentScanResult.Findings = []ScanFinding{{Rule: "github-pat", Class: "secret", Confidence: "high", Path: "/arguments/token", Action: "redact"}}
 	d.ArgumentScanResult.Reason = "r"
 	d.InputHash = HashPrefix + strings.Repeat("1", 64)
@@ -68,6 +69,7 @@ func TestDecisionFieldOrder(t *testing.T) {
 	d.ServerReceiptStatus = StatusOK
 	d.Phase = PhaseOutcome
 	d.CompletesDecisionID = "gw_dec_interlock_0000"
+	d.DecisionEventID = "0b6f6bb0-0000-4000-8000-000000000000"
 	d.ServerReceiptBase64 = "eyJyZWNlaXB0X2lkIjoibWNwX3JjcHRfcm9hbV8wMDAxIn0="
 	d.ServerReceiptHash = HashPrefix + strings.Repeat("5", 64)
 	out, err := json.MarshalIndent(d, "", "  ")
@@ -79,9 +81,9 @@ func TestDecisionFieldOrder(t *testing.T) {
 		"gateway_decision_id", "schema_version", "issued_at", "server_receipt_id", "gateway_id",
 		"server_id", "tool_name", "actor_ref_id", "role", "action", "matched_rule", "reason",
 		"policy_version", "metadata_confidence", "warnings", "argument_scan_result",
-		"response_scan_result", "drift_result", "shadow_mode", "audit_event_id",
+		"response_scan_result", "drift_result", "shadow_mode", "shadow_decisions", "audit_event_id",
 		"input_hash", "output_hash", "tool_schema_hash", "tool_description_hash", "server_receipt_status",
-		"phase", "completes_decision_id", "server_receipt_base64", "server_receipt_hash",
+		"phase", "completes_decision_id", "decision_event_id", "server_receipt_base64", "server_receipt_hash",
 	}
 	if got := topLevelNames(t, out); !slices.Equal(got, want) {
 		t.Errorf("names = %q\nwant    %q", got, want)

@@ -35,6 +35,9 @@ type callState struct {
 	facts *toolFacts
 	gen   uint64
 	meta  map[string]any
+	// shadow is whether the session runs in shadow mode (the records'
+	// shadow_mode).
+	shadow bool
 
 	// line is the exact received line (nil for a batch member); id the
 	// call's id (a copy once the call may finish elsewhere); slot its
@@ -143,6 +146,11 @@ func stateOf(c *pipeline.Call) (*callState, error) {
 //     event, its id);
 //   - then Config.Stages, as given.
 //
+// In shadow mode (Config.Shadow, defaults.mode: shadow) every stage is
+// compiled pipeline.InShadow: deciders and filters, the session's and
+// Config.Stages alike, are evaluated and recorded, never enforced; the
+// recorders record as usual.
+//
 // The stages share the session's catalog.
 func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*pipeline.Chain, error) {
 	failOpen := cfg.Policy.Settings().OnLogFailure == "fail_open"
@@ -176,6 +184,11 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*
 		stages = append(stages, evidenceStage{evidence: cfg.Evidence, scanning: sc != nil})
 	}
 	stages = append(stages, cfg.Stages...)
+	if cfg.shadowMode() {
+		for i, s := range stages {
+			stages[i] = pipeline.InShadow(s)
+		}
+	}
 	ch, err := pipeline.Compile(stages...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: compile the stage chain: %w", err)
@@ -183,11 +196,19 @@ func compileChain(cfg Config, cat *catalog, diag *slog.Logger, sess *Session) (*
 	return ch, nil
 }
 
-// decisionOf maps the chain's merged verdict of c (and its first shadow
-// verdict) back to the policy.Decision the decision event and the
-// Evidence record: action, rule, reason, reason_code, the policy's name
-// and version, and the shadow decision.
-func decisionOf(pol *policy.Policy, c *pipeline.Call, v pipeline.Verdict) policy.Decision {
+// Rule, reason code and reason of the enforced decision of a call in
+// shadow mode, where no stage decided: it is allowed.
+const (
+	RuleShadowMode   = "shadow_mode"
+	reasonShadowMode = "shadow mode: every verdict is recorded (shadow_decisions), none is enforced"
+)
+
+// decisionOf maps the chain's merged verdict of c (and its shadow
+// verdicts, every one) back to the policy.Decision the decision event and
+// the Evidence record: action, rule, reason, reason_code, the policy's
+// name and version, and the shadow decisions. In shadow mode (shadow),
+// a call no stage decided is allowed with rule RuleShadowMode.
+func decisionOf(pol *policy.Policy, c *pipeline.Call, v pipeline.Verdict, shadow bool) policy.Decision {
 	d := policy.Decision{
 		Action:        policy.Action(v.Action.String()),
 		Rule:          v.Rule,
@@ -196,10 +217,35 @@ func decisionOf(pol *policy.Policy, c *pipeline.Call, v pipeline.Verdict) policy
 		PolicyName:    pol.Name(),
 		PolicyVersion: pol.Version(),
 	}
-	if sh := c.Shadows(); len(sh) > 0 {
-		d.Shadow = &policy.ShadowDecision{Action: policy.Action(sh[0].Action.String()), Rule: sh[0].Rule, Reason: sh[0].Reason, ReasonCode: sh[0].ReasonCode}
+	if _, decided := c.Verdict(); shadow && !decided {
+		d.Rule, d.ReasonCode, d.Reason = RuleShadowMode, RuleShadowMode, reasonShadowMode
 	}
+	d.Shadows = shadowDecisions(c.Shadows())
 	return d
+}
+
+// shadowDecisions are the would-have verdicts vs as policy shadow
+// decisions, nil for none.
+func shadowDecisions(vs []pipeline.Verdict) []policy.ShadowDecision {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]policy.ShadowDecision, len(vs))
+	for i, v := range vs {
+		out[i] = policy.ShadowDecision{Action: policy.Action(v.Action.String()), Rule: v.Rule, Reason: v.Reason, ReasonCode: v.ReasonCode, Stage: v.Stage}
+	}
+	return out
+}
+
+// policyShadows records the shadow decisions of a policy evaluation as
+// shadow verdicts of stage through add (pipeline.Call.Shadow,
+// pipeline.Response.Shadow).
+func policyShadows(stage string, ds []policy.ShadowDecision, add func(pipeline.Verdict)) {
+	for _, sd := range ds {
+		if sv, ok := verdictOf(stage, sd.Action, sd.Rule, sd.ReasonCode, sd.Reason); ok {
+			add(sv)
+		}
+	}
 }
 
 // verdictOf is the verdict of a policy decision, given by stage; ok is

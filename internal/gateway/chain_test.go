@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
@@ -37,6 +39,12 @@ func stagesPolicy(t *testing.T) *policy.Policy {
 // args, looked up in cat as the session does, and returns the decision.
 func decideOn(t *testing.T, ch *pipeline.Chain, pol *policy.Policy, cat *catalog, name, args string) (policy.Decision, pipeline.Verdict) {
 	t.Helper()
+	return decideIn(t, ch, pol, cat, name, args, false)
+}
+
+// decideIn is decideOn, in shadow mode when shadow.
+func decideIn(t *testing.T, ch *pipeline.Chain, pol *policy.Policy, cat *catalog, name, args string, shadow bool) (policy.Decision, pipeline.Verdict) {
+	t.Helper()
 	tool, facts, known, stale, gen := cat.lookupGen(name)
 	if stale {
 		known = false
@@ -50,7 +58,7 @@ func decideOn(t *testing.T, ch *pipeline.Chain, pol *policy.Policy, cat *catalog
 		Tool: tool, Known: known, State: &callState{facts: facts, gen: gen, meta: map[string]any{}},
 	}
 	v := ch.Decide(context.Background(), c)
-	return decisionOf(pol, c, v), v
+	return decisionOf(pol, c, v, shadow), v
 }
 
 // TestSessionChain pins the session's deciders: their order, which stage
@@ -72,7 +80,7 @@ func TestSessionChain(t *testing.T) {
 	if got, want := ch.Stages(), []string{StageUnknownTool, StageArgumentNameCase, StagePolicy, StageDecisionLog}; !slices.Equal(got, want) {
 		t.Fatalf("stages %v, want %v", got, want)
 	}
-	shadow := &policy.ShadowDecision{Action: policy.ActionMonitor, Rule: "watch_everything", Reason: "every call is watched", ReasonCode: policy.ReasonCodeRule}
+	shadow := []policy.ShadowDecision{{Action: policy.ActionMonitor, Rule: "watch_everything", Reason: "every call is watched", ReasonCode: policy.ReasonCodeRule, Stage: StagePolicy}}
 	for _, tc := range []struct {
 		name, tool, args string
 		stage            string
@@ -83,9 +91,9 @@ func TestSessionChain(t *testing.T) {
 		{name: "argument name case", tool: "read", args: `{"Path":"/etc"}`, stage: StageArgumentNameCase,
 			want: policy.Decision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, ReasonCode: RuleArgumentNameCase, Reason: reasonArgumentNameCase}},
 		{name: "allowed with shadow", tool: "read", args: `{"path":"/etc"}`, stage: StagePolicy,
-			want: policy.Decision{Action: policy.ActionAllow, Rule: "default", ReasonCode: policy.ReasonCodeDefault, Reason: "no rule matched; default action", Shadow: shadow}},
+			want: policy.Decision{Action: policy.ActionAllow, Rule: "default", ReasonCode: policy.ReasonCodeDefault, Reason: "no rule matched; default action", Shadows: shadow}},
 		{name: "denied by policy with shadow", tool: "write", args: `{"path":"/etc"}`, stage: StagePolicy,
-			want: policy.Decision{Action: policy.ActionDeny, Rule: "no_write", ReasonCode: policy.ReasonCodeRule, Reason: "no writes", Shadow: shadow}},
+			want: policy.Decision{Action: policy.ActionDeny, Rule: "no_write", ReasonCode: policy.ReasonCodeRule, Reason: "no writes", Shadows: shadow}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.PolicyName, tc.want.PolicyVersion = "stages", "7"
@@ -97,10 +105,7 @@ func TestSessionChain(t *testing.T) {
 				if d.Action == policy.ActionDeny && v.Code != CodeDenied {
 					t.Errorf("round %d: deny with code %d, want %d", round, v.Code, CodeDenied)
 				}
-				if d.Shadow != nil && tc.want.Shadow != nil && *d.Shadow == *tc.want.Shadow {
-					d.Shadow = tc.want.Shadow
-				}
-				if d != tc.want {
+				if !reflect.DeepEqual(d, tc.want) {
 					t.Errorf("round %d: decision\n%+v\nwant\n%+v", round, d, tc.want)
 				}
 			}
@@ -113,6 +118,74 @@ func TestSessionChain(t *testing.T) {
 	if d, _ := decideOn(t, ch, pol, cat, "read", `{}`); d.Rule != RuleUnknownTool {
 		t.Errorf("a stale catalog's tool decided by %q, want %q", d.Rule, RuleUnknownTool)
 	}
+}
+
+// TestSessionChainShadowMode: with Config.Shadow (or defaults.mode:
+// shadow) every stage runs and none enforces: the call is allowed with
+// rule shadow_mode, and every stage's verdict, the policy's shadow rule's
+// included, is a shadow decision naming its stage; a deny by unknown_tool
+// does not stop the chain.
+func TestSessionChainShadowMode(t *testing.T) {
+	pol := stagesPolicy(t)
+	cat := newCatalog()
+	yes := true
+	cat.replace([]mcp.Tool{
+		{Name: "read", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`), Annotations: mcp.Annotations{ReadOnlyHint: &yes}},
+		{Name: "write", InputSchema: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+	})
+	watch := policy.ShadowDecision{Action: policy.ActionMonitor, Rule: "watch_everything", Reason: "every call is watched", ReasonCode: policy.ReasonCodeRule, Stage: StagePolicy}
+	noWrite := policy.ShadowDecision{Action: policy.ActionDeny, Rule: "no_write", Reason: "no writes", ReasonCode: policy.ReasonCodeRule, Stage: StagePolicy}
+	byDefault := policy.ShadowDecision{Action: policy.ActionAllow, Rule: "default", Reason: "no rule matched; default action", ReasonCode: policy.ReasonCodeDefault, Stage: StagePolicy}
+	unknown := policy.ShadowDecision{Action: policy.ActionDeny, Rule: RuleUnknownTool, Reason: reasonUnknownTool, ReasonCode: RuleUnknownTool, Stage: StageUnknownTool}
+	nameCase := policy.ShadowDecision{Action: policy.ActionDeny, Rule: RuleArgumentNameCase, Reason: reasonArgumentNameCase, ReasonCode: RuleArgumentNameCase, Stage: StageArgumentNameCase}
+	for _, cfg := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"--shadow", Config{Policy: pol, Shadow: true}},
+		{"defaults.mode shadow", Config{Policy: shadowModePolicy(t)}},
+	} {
+		ch, err := compileChain(cfg.cfg, cat, slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name, tool, args string
+			shadows          []policy.ShadowDecision
+		}{
+			{"unknown tool", "rm_rf", `{}`, []policy.ShadowDecision{unknown, noWrite, watch}},
+			{"argument name case", "read", `{"Path":"/etc"}`, []policy.ShadowDecision{nameCase, byDefault, watch}},
+			{"allowed", "read", `{"path":"/etc"}`, []policy.ShadowDecision{byDefault, watch}},
+			{"denied by policy", "write", `{"path":"/etc"}`, []policy.ShadowDecision{noWrite, watch}},
+		} {
+			t.Run(cfg.name+"/"+tc.name, func(t *testing.T) {
+				d, v := decideIn(t, ch, cfg.cfg.Policy, cat, tc.tool, tc.args, cfg.cfg.shadowMode())
+				want := policy.Decision{Action: policy.ActionAllow, Rule: RuleShadowMode, ReasonCode: RuleShadowMode, Reason: reasonShadowMode,
+					Shadows: tc.shadows, PolicyName: cfg.cfg.Policy.Name(), PolicyVersion: cfg.cfg.Policy.Version()}
+				if !reflect.DeepEqual(d, want) || !v.Action.Forwards() {
+					t.Errorf("decision\n%+v\nwant\n%+v", d, want)
+				}
+			})
+		}
+	}
+}
+
+// shadowModePolicy is stagesPolicy with defaults.mode: shadow.
+func shadowModePolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	data, err := os.ReadFile("testdata/stages/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "defaults:\n", "defaults:\n  mode: shadow\n", 1))
+	pol, err := policy.Parse("shadow.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.Settings().Mode != policy.ModeShadow {
+		t.Fatalf("policy mode %q", pol.Settings().Mode)
+	}
+	return pol
 }
 
 // TestPolicyStageNeedsState: a call without the session's catalog state
@@ -201,7 +274,7 @@ func TestSessionRecorders(t *testing.T) {
 			tool, facts, known, _, gen := cat.lookupGen("read")
 			st := &callState{facts: facts, gen: gen, meta: map[string]any{}, line: []byte(`{}` + "\n"), isRequest: true}
 			c := &pipeline.Call{ID: jsonrpc.NewID([]byte("1")), Name: "read", Arguments: []byte(`{}`), Tool: tool, Known: known, State: st}
-			st.decision = decisionOf(pol, c, ch.Decide(context.Background(), c))
+			st.decision = decisionOf(pol, c, ch.Decide(context.Background(), c), false)
 			st.allowed, st.code = true, CodeDenied
 			err = ch.Record(context.Background(), c, pipeline.PhaseDecision)()
 			if len(ev.decided) != 1 || len(rc.events) != 1 {

@@ -111,7 +111,7 @@ func newDriftTracker(cfg Config, log *slog.Logger, emit func(decisionlog.Drift),
 	}
 	d := &driftTracker{
 		store: st, serverID: cfg.ServerID, by: cfg.GatewayID, settings: settings, pol: cfg.Policy,
-		principal: cfg.Principal, shadow: cfg.Shadow, directives: directives, log: log, emit: emit, changed: changed,
+		principal: cfg.Principal, shadow: cfg.shadowMode(), directives: directives, log: log, emit: emit, changed: changed,
 		pollEvery: cfg.ToolsPoll, baselines: map[string]baselineDef{}, holds: map[string]toolstate.Quarantine{},
 		listed: map[string]*toolDrift{}, reported: map[string]string{},
 	}

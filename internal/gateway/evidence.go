@@ -103,6 +103,15 @@ type Call struct {
 	DriftWarnings   []string
 	ResponseScan    *evidence.ScanResult
 	ResponseVerdict *ResponseVerdict
+	// ResponseShadows are the would-have verdicts on the response (set
+	// before Responded): matching shadow response rules, and in shadow
+	// mode the response filters' verdicts, none enforced.
+	ResponseShadows []policy.ShadowDecision
+	// ShadowMode is whether the session runs in shadow mode (Config.Shadow):
+	// the Evidence then enforces none of its own checks either
+	// (receipts.require, receipt rules): it records them as would-have
+	// decisions and withholds nothing.
+	ShadowMode bool
 	// State belongs to the Evidence implementation (hashes computed in
 	// Decided, ids to link the outcome to).
 	State any

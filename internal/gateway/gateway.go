@@ -107,10 +107,6 @@ type Config struct {
 	// GatewayID names this gateway in the baselines and holds it records
 	// (the evidence's gateway_id); "" means "gatehouse".
 	GatewayID string
-	// Shadow is global shadow mode (wrap --shadow): every verdict is
-	// recorded as a would-have verdict and none is enforced; no tool is
-	// held and the listing is relayed as received.
-	Shadow bool
 	// Logger receives diagnostics (stderr in the CLI); nil discards them.
 	Logger *slog.Logger
 	// Stages are more stages of the tools/call chain, after the
@@ -122,6 +118,25 @@ type Config struct {
 	// after the evidence. Nil for none. The outcome record does not yet
 	// carry a filter's verdict.
 	Stages []pipeline.Stage
+	// Shadow runs the session in shadow mode (gatehouse wrap --shadow; also
+	// on when the policy says defaults.mode: shadow): every stage of the
+	// chain, Config.Stages included, runs in shadow (pipeline.InShadow),
+	// and the scan of other messages and the Evidence's receipt checks
+	// likewise. Every verdict is evaluated and recorded
+	// (shadow_mode: true, shadow_decisions), none is enforced: the
+	// gateway relays exactly what it would with a policy that allows
+	// everything, unknown tools included (docs/policy.md, "Shadow mode"):
+	// no tool is held and every tools/list is relayed as received
+	// (docs/drift.md). What shadow mode does not change: a decision or evidence record
+	// that cannot be written still refuses the call (on_log_failure), and
+	// the relay's own limits (frame size, JSON-RPC validity) still apply.
+	Shadow bool
+}
+
+// shadowMode reports whether cfg runs in shadow mode: Config.Shadow, or
+// the policy's defaults.mode: shadow.
+func (cfg Config) shadowMode() bool {
+	return cfg.Shadow || (cfg.Policy != nil && cfg.Policy.Settings().Mode == policy.ModeShadow)
 }
 
 // ErrFatal wraps errors that end the session: the peer's writer failed, or
@@ -132,6 +147,7 @@ var ErrFatal = errors.New("session cannot continue")
 type Session struct {
 	cfg      Config
 	settings policy.Settings
+	shadow   bool // Config.shadowMode
 	log      *slog.Logger
 	client   transport.Conn
 	server   transport.Conn
@@ -243,6 +259,7 @@ func New(cfg Config, client, server transport.Conn) *Session {
 	sess := &Session{
 		cfg:        cfg,
 		settings:   cfg.Policy.Settings(),
+		shadow:     cfg.shadowMode(),
 		log:        lg,
 		client:     client,
 		server:     server,

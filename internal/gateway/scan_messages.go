@@ -75,6 +75,17 @@ func (s *Session) scanMessage(dir string, m *jsonrpc.Message, frame []byte, meth
 		return out, nil
 	}
 	reason := scanReason(prefix[1:], o)
+	if s.shadow {
+		// Shadow mode: relayed as received; the would-have verdict is
+		// recorded beside what was done.
+		ev := decisionlog.Scanned{Method: method, Direction: dir, Action: string(policy.ActionAllow), MatchedRule: RuleScanning, Reason: reason, ShadowMode: true}
+		if o.action != policy.ActionAllow {
+			ev.MatchedRule, ev.Reason = RuleShadowMode, reasonShadowMode
+			ev.ShadowDecisions = []decisionlog.ShadowDecision{{Action: string(o.action), MatchedRule: RuleScanning, Reason: reason, Stage: StageScan}}
+		}
+		s.emitScanned(ev, m.ID, o.result)
+		return out, nil
+	}
 	withhold := o.action == policy.ActionDeny || o.action == policy.ActionQuarantine
 	if o.action == policy.ActionRedact {
 		if frame == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 )
 
 // errNotLogged wraps the error of a decision event that was not written
@@ -103,8 +104,20 @@ func toolDecisionData(c *pipeline.Call, st *callState, scanning bool) decisionlo
 	if st.drift != nil {
 		data.DriftResult = driftJSON(st.drift.result)
 	}
-	if d.Shadow != nil {
-		data.Shadow = &decisionlog.ShadowDecision{Action: string(d.Shadow.Action), MatchedRule: d.Shadow.Rule, Reason: d.Shadow.Reason}
-	}
+	data.ShadowMode = st.shadow
+	data.ShadowDecisions = logShadows(d.Shadows)
 	return data
+}
+
+// logShadows are shadow decisions as the decision log writes them, nil
+// for none.
+func logShadows(ds []policy.ShadowDecision) []decisionlog.ShadowDecision {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]decisionlog.ShadowDecision, len(ds))
+	for i, sd := range ds {
+		out[i] = decisionlog.ShadowDecision{Action: string(sd.Action), MatchedRule: sd.Rule, Reason: sd.Reason, Stage: sd.Stage}
+	}
+	return out
 }

@@ -45,6 +45,7 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		if v := st.respVerdict; v != nil {
 			st.evCall.ResponseVerdict = &ResponseVerdict{Action: policy.Action(v.Action.String()), Rule: v.Rule, Reason: v.Reason}
 		}
+		st.evCall.ResponseShadows = shadowDecisions(r.Shadows())
 		wait := s.evidence.Responded(st.evCall, &jsonrpc.Message{Kind: jsonrpc.KindResponse, ID: r.ID, Result: r.Result, Error: r.Error, Raw: r.Raw})
 		return func() error {
 			if withhold, reason := wait(); withhold {
@@ -58,6 +59,7 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		ServerID: c.Session.ServerID, Principal: policy.Principal{ID: c.Session.PrincipalID, Role: c.Session.Role},
 		ID: c.ID, Arguments: c.Arguments, Meta: c.Meta, ToolCallID: st.toolCallID, ToolCallIDStrength: st.strength,
 		Decision: st.decision, Forwarded: st.allowed, DecisionEventID: st.eventID, Received: c.Received,
+		ShadowMode: st.shadow,
 	}
 	call.ArgumentScan = st.argumentScanResult(s.scanning)
 	if st.drift != nil {

@@ -12,7 +12,7 @@ import (
 // the principal and server of the session, the tool as catalogued (its
 // normalized intent, evidence.md §4), params._meta and, only for a policy
 // that reads them, the decoded arguments. Its decision becomes the call's
-// verdict; a matching shadow rule becomes a shadow verdict
+// verdict; every matching shadow rule becomes a shadow verdict
 // (pipeline.Call.Shadow), recorded and never enforced.
 //
 // For a policy that reads only the principal, the server and the tool
@@ -64,17 +64,15 @@ func (s *policyStage) Decide(_ context.Context, c *pipeline.Call) error {
 	if !ok {
 		return fmt.Errorf("policy stage: action %q is not in the pipeline's vocabulary", d.Action)
 	}
-	if v.Action == pipeline.Redact && s.scan != nil {
+	if v.Action == pipeline.Redact && s.scan != nil && !c.Shadowing() {
+		// (In shadow the redaction is recorded, not prepared: nothing
+		// is rewritten.)
 		if err := s.scan.redactArguments(c, st, true); err != nil {
 			v = pipeline.Verdict{Action: pipeline.Deny, Stage: StagePolicy, Rule: d.Rule, ReasonCode: d.ReasonCode,
 				Reason: "rule " + d.Rule + " redacts the arguments, which could not be redacted: " + err.Error(), Code: CodeDenied}
 		}
 	}
 	c.Decide(v)
-	if d.Shadow != nil {
-		if sv, ok := verdictOf(StagePolicy, d.Shadow.Action, d.Shadow.Rule, d.Shadow.ReasonCode, d.Shadow.Reason); ok {
-			c.Shadow(sv)
-		}
-	}
+	policyShadows(StagePolicy, d.Shadows, c.Shadow)
 	return nil
 }

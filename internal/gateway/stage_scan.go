@@ -36,6 +36,12 @@ const RuleScanning = "scanning"
 // What it found is kept on the call (callState.argScan, respScan) for the
 // decision event, the gateway decision receipts and the gatehouse.scan.v1
 // event of a response with findings.
+//
+// In shadow (pipeline.InShadow) nothing is rewritten or withheld: the
+// verdicts are recorded as shadow verdicts, no redaction is prepared (the
+// scan result then has no redaction records: nothing was rewritten), and
+// the gatehouse.scan.v1 event says allow with the would-have verdict in
+// its shadow_decisions.
 type scanStage struct {
 	scanner  *scan.Scanner
 	policy   *policy.Policy
@@ -258,7 +264,7 @@ func (s *scanStage) Decide(_ context.Context, c *pipeline.Call) error {
 		return nil
 	}
 	v, _ := verdictOf(StageScan, o.action, RuleScanning, RuleScanning, scanReason("arguments", o))
-	if v.Action == pipeline.Redact {
+	if v.Action == pipeline.Redact && !c.Shadowing() {
 		if err := s.redactArguments(c, st, false); err != nil {
 			v = pipeline.Verdict{Action: pipeline.Deny, Stage: StageScan, Rule: RuleScanning, ReasonCode: RuleScanning,
 				Reason: "the arguments hold findings to redact and could not be redacted: " + err.Error(), Code: CodeDenied}
@@ -383,28 +389,39 @@ func (s *scanStage) Filter(_ context.Context, c *pipeline.Call, r *pipeline.Resp
 			ToolView:     st.facts.viewFor(c.Name),
 			ResponseScan: o.view,
 		}
-		if d, matched := s.policy.EvaluateResponse(in); matched {
+		d, matched := s.policy.EvaluateResponse(in)
+		if matched {
 			if rv, ok := verdictOf(StagePolicy, d.Action, d.Rule, d.ReasonCode, d.Reason); ok && rv.Action >= v.Action {
 				v, redactAll = rv, rv.Action == pipeline.Redact
 			}
 			o.result.Action = string(d.Action)
 		}
+		policyShadows(StagePolicy, d.Shadows, r.Shadow)
 	}
-	if v.Action == pipeline.Redact {
+	shadowing := r.Shadowing()
+	if v.Action == pipeline.Redact && !shadowing {
 		if err := s.redactResponse(c, st, r, doc, redactAll); err != nil {
 			v = pipeline.Verdict{Action: pipeline.Deny, Stage: StageScan, Rule: RuleScanning, ReasonCode: RuleScanning,
 				Reason: "the response holds findings to redact and could not be redacted: " + err.Error()}
 		}
 	}
 	o.result.Action = v.Action.String()
-	if len(o.findings) > 0 || v.Action != pipeline.Allow {
-		s.session.emitScanned(decisionlog.Scanned{Method: mcp.MethodToolsCall, Direction: dirServerToClient, Tool: c.Name,
-			DecisionEventID: st.eventID, Action: v.Action.String(), MatchedRule: v.Rule, Reason: v.Reason}, c.ID, o.result)
+	if v.Action != pipeline.Allow {
+		r.Decide(v) // in shadow: recorded as a shadow verdict of the response
 	}
-	if v.Action == pipeline.Allow {
+	if len(o.findings) > 0 || v.Action != pipeline.Allow || len(r.Shadows()) > 0 {
+		ev := decisionlog.Scanned{Method: mcp.MethodToolsCall, Direction: dirServerToClient, Tool: c.Name,
+			DecisionEventID: st.eventID, Action: v.Action.String(), MatchedRule: v.Rule, Reason: v.Reason,
+			ShadowMode: st.shadow, ShadowDecisions: logShadows(shadowDecisions(r.Shadows()))}
+		if shadowing && v.Action != pipeline.Allow {
+			// What was done: relayed as received.
+			ev.Action, ev.MatchedRule, ev.Reason = string(policy.ActionAllow), RuleShadowMode, reasonShadowMode
+		}
+		s.session.emitScanned(ev, c.ID, o.result)
+	}
+	if v.Action == pipeline.Allow || shadowing {
 		return nil
 	}
-	r.Decide(v)
 	st.respVerdict = &v
 	return nil
 }

@@ -267,7 +267,7 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 		state callState
 	}{
 		state: callState{
-			facts: facts, gen: gen, meta: decodeObject(p.meta),
+			facts: facts, gen: gen, meta: decodeObject(p.meta), shadow: s.shadow,
 			line: line, id: m.ID, slot: slot, isRequest: m.Kind == jsonrpc.KindRequest, name: p.name,
 		},
 		call: pipeline.Call{
@@ -278,7 +278,7 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 	pc, st := &run.call, &run.state
 	pc.State = st
 	v := s.chain.Decide(context.Background(), pc)
-	st.decision = decisionOf(s.cfg.Policy, pc, v)
+	st.decision = decisionOf(s.cfg.Policy, pc, v, s.shadow)
 	st.allowed = v.Action.Forwards() // allow, monitor, redact
 	st.code = CodeDenied
 	if v.Action == pipeline.Quarantine {

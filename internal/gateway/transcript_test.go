@@ -44,7 +44,8 @@ var update = flag.Bool("update", false, "rewrite the out sections of testdata/tr
 //     the repository root (examples/policies/readonly-agent.yaml) unless the
 //     archive has a "policy.yaml" section; decision_log: off runs without a
 //     decision log; scanner: builtin runs with the built-in scanner
-//     (scan.New; off, the default, without one); fetch_timeout,
+//     (scan.New; off, the default, without one); shadow: on runs in
+//     shadow mode (gateway.Config.Shadow); fetch_timeout,
 //     max_frame_bytes and max_held set those limits.
 //   - "policy.yaml" (optional): the policy inline.
 //   - "in": the script, one step a line; blank lines and lines starting
@@ -152,7 +153,7 @@ func forEachTranscript(t *testing.T, ledgerOn bool, check func(t *testing.T, fil
 // transcriptConfig is the "config" section.
 type transcriptConfig struct {
 	role, principal, serverID, policyPath string
-	decisionLog, scanner                  bool
+	decisionLog, scanner, shadow          bool
 	fetchTimeout                          time.Duration
 	maxFrame, maxHeld                     int
 }
@@ -185,6 +186,11 @@ func parseConfig(t *testing.T, data []byte) transcriptConfig {
 				t.Fatalf("config line %d: scanner is builtin or off", i+1)
 			}
 			cfg.scanner = v == "builtin"
+		case "shadow":
+			if v != "on" && v != "off" {
+				t.Fatalf("config line %d: shadow is on or off", i+1)
+			}
+			cfg.shadow = v == "on"
 		case "fetch_timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -275,6 +281,7 @@ func runTranscript(t *testing.T, ar *txtar.Archive, ledgerOn bool) string {
 		ServerID:     cfg.serverID,
 		FetchTimeout: cfg.fetchTimeout,
 		MaxHeld:      cfg.maxHeld,
+		Shadow:       cfg.shadow,
 	}
 	if cfg.scanner {
 		sc, err := transcriptScanner()
@@ -525,4 +532,58 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return "(no difference)"
+}
+
+// TestShadowWireMatchesAllowAll: in shadow mode the bytes on the wire are
+// exactly those of a run with no policy (the built-in allow-all) and no
+// scanner, while the decision log records what would have been denied,
+// redacted and withheld. testdata/transcripts/shadow.txtar is run as it
+// is and again with its config replaced by "scanner: off, shadow: off" and
+// no policy section (the built-in allow-all); the lines the server and the
+// client received must be equal. (Unknown tools and argument name case are
+// left out of it: an allow-all policy still denies those, shadow mode does
+// not; shadow-unknown-tool.txtar pins that.)
+func TestShadowWireMatchesAllowAll(t *testing.T) {
+	ar, err := txtar.ParseFile("testdata/transcripts/shadow.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowAll := &txtar.Archive{}
+	for _, f := range ar.Files {
+		switch f.Name {
+		case "policy.yaml", "out":
+		case "config":
+			allowAll.Files = append(allowAll.Files, txtar.File{Name: "config", Data: []byte("scanner: off\nshadow: off\n")})
+		default:
+			allowAll.Files = append(allowAll.Files, f)
+		}
+	}
+	var shadowOut, plainOut string
+	synctest.Test(t, func(t *testing.T) { shadowOut = runTranscript(t, ar, false) })
+	synctest.Test(t, func(t *testing.T) { plainOut = runTranscript(t, allowAll, false) })
+	wire := func(out string) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(out, "\n") {
+			if strings.HasPrefix(l, "  s< ") || strings.HasPrefix(l, "  c< ") {
+				b.WriteString(l)
+			}
+		}
+		return b.String()
+	}
+	if w := wire(shadowOut); w != wire(plainOut) || w == "" {
+		t.Errorf("the wire in shadow mode differs from an allow-all run:\n%s", lineDiff(wire(plainOut), w))
+	}
+	for _, want := range []string{
+		`"decision":"allow","reason_code":"shadow_mode"`,
+		`"shadow_mode":true,"shadow_decisions":[{"action":"redact","matched_rule":"scanning"`,
+		`{"action":"deny","matched_rule":"no_prod_deploys","reason":"deploys to prod are refused","stage":"policy"}`,
+		`{"action":"deny","matched_rule":"no_injected_responses","reason":"responses with injected instructions are withheld","stage":"policy"}`,
+	} {
+		if !strings.Contains(shadowOut, want) {
+			t.Errorf("the shadow run's decision log lacks %s", want)
+		}
+	}
+	if strings.Contains(wire(shadowOut), "[REDACTED_SECRET]") {
+		t.Error("shadow mode redacted bytes on the wire")
+	}
 }

@@ -14,6 +14,11 @@
 //     decides is recorded as a would-have verdict, never enforced.
 //   - Filters run on the response, in reverse order (the last Decider's
 //     concern is the first to see the answer).
+//   - A stage given to Compile wrapped in InShadow keeps its kinds but
+//     runs in shadow as a Decider and as a Filter alike: its verdicts are
+//     recorded (Call.Shadows, Response.Shadows), its rewrites dropped, its
+//     failures recorded as would-have denials; as a Recorder it records
+//     as usual. This is the gateway's global shadow mode.
 //   - Recorders run exactly once per call and phase (PhaseDecision before
 //     the call's effect, PhaseOutcome after its response), denied calls
 //     included, and return a Future that resolves only once the record is
@@ -193,6 +198,11 @@ func (c *Call) Verdict() (Verdict, bool) { return c.verdict, c.decided }
 // Shadows returns the shadow verdicts in the order they were given.
 func (c *Call) Shadows() []Verdict { return c.shadows }
 
+// Shadowing reports whether the stage now deciding c runs in shadow: its
+// verdicts are recorded, not enforced, and its rewrites dropped. A stage
+// may skip work whose only point is the effect (preparing a redaction).
+func (c *Call) Shadowing() bool { return c.shadowing != "" }
+
 // Rewrite sets the bytes to forward instead of the received frame (a
 // redaction): a whole frame, terminator included. While a Shadowed stage
 // runs, a rewrite is dropped (a shadow stage changes nothing).
@@ -216,24 +226,50 @@ type Response struct {
 	// Raw is the exact frame received, terminator included.
 	Raw []byte
 
-	verdict Verdict
-	decided bool
-	forward []byte
+	verdict   Verdict
+	decided   bool
+	shadowing string // the filter running in shadow, "" when none
+	shadows   []Verdict
+	forward   []byte
 }
 
-// Decide merges v into the response's verdict, as Call.Decide does.
+// Decide merges v into the response's verdict, as Call.Decide does;
+// while a filter runs in shadow (InShadow), v is recorded as a shadow
+// verdict instead.
 func (r *Response) Decide(v Verdict) {
+	if r.shadowing != "" {
+		if v.Stage == "" {
+			v.Stage = r.shadowing
+		}
+		r.shadows = append(r.shadows, v)
+		return
+	}
 	if !r.decided || v.Action > r.verdict.Action {
 		r.verdict, r.decided = v, true
 	}
 }
 
+// Shadow records v as a would-have verdict on the response (a matching
+// shadow response rule): recorded, not enforced.
+func (r *Response) Shadow(v Verdict) { r.shadows = append(r.shadows, v) }
+
+// Shadows returns the response's shadow verdicts in the order given.
+func (r *Response) Shadows() []Verdict { return r.shadows }
+
+// Shadowing reports whether the filter now running runs in shadow.
+func (r *Response) Shadowing() bool { return r.shadowing != "" }
+
 // Verdict returns the response's merged verdict and whether any filter
 // decided.
 func (r *Response) Verdict() (Verdict, bool) { return r.verdict, r.decided }
 
-// Rewrite sets the bytes to relay to the client instead of Raw.
-func (r *Response) Rewrite(frame []byte) { r.forward = frame }
+// Rewrite sets the bytes to relay to the client instead of Raw; it is
+// dropped while a filter runs in shadow.
+func (r *Response) Rewrite(frame []byte) {
+	if r.shadowing == "" {
+		r.forward = frame
+	}
+}
 
 // Rewritten returns the bytes set by Rewrite, nil when the response is
 // relayed as received.
@@ -292,10 +328,16 @@ type Chain struct {
 // Compile checks stages and builds a Chain: every stage has a non-empty
 // name, unique in the chain, and is a Decider, a Filter or a Recorder (or
 // more than one). It returns an error naming the first stage that is not.
+// A stage wrapped in InShadow is compiled as its Decider in shadow
+// (Shadowed), its Filter in shadow, and its Recorder as is.
 func Compile(stages ...Stage) (*Chain, error) {
 	ch := &Chain{}
 	seen := map[string]bool{}
 	for i, s := range stages {
+		inShadow := false
+		if w, ok := s.(shadowStage); ok {
+			s, inShadow = w.s, true
+		}
 		if s == nil {
 			return nil, fmt.Errorf("pipeline: stage %d is nil", i)
 		}
@@ -309,10 +351,16 @@ func Compile(stages ...Stage) (*Chain, error) {
 		seen[n] = true
 		kinds := 0
 		if d, ok := s.(Decider); ok {
+			if inShadow {
+				d = Shadowed(d)
+			}
 			ch.deciders = append(ch.deciders, d)
 			kinds++
 		}
 		if f, ok := s.(Filter); ok {
+			if inShadow {
+				f = shadowedFilter{f}
+			}
 			ch.filters = append(ch.filters, f)
 			kinds++
 		}
@@ -405,8 +453,9 @@ func (ch *Chain) Record(ctx context.Context, c *Call, p Phase) Future {
 
 // Shadowed returns d running in shadow: its verdicts are recorded on the
 // call as shadow verdicts (Call.Shadows) and never enforced, its rewrites
-// dropped, and its errors ignored (a shadow stage cannot deny). The
-// returned stage has d's name.
+// dropped, and an error it returns recorded as the would-have Deny with
+// RuleStageFailed that the Chain would have given (a shadow stage cannot
+// deny). The returned stage has d's name.
 func Shadowed(d Decider) Decider { return shadowed{d} }
 
 type shadowed struct{ d Decider }
@@ -417,6 +466,43 @@ func (s shadowed) Decide(ctx context.Context, c *Call) error {
 	prev := c.shadowing
 	c.shadowing = s.d.Name()
 	defer func() { c.shadowing = prev }()
-	_ = s.d.Decide(ctx, c)
+	if err := s.d.Decide(ctx, c); err != nil {
+		c.shadows = append(c.shadows, Verdict{Action: Deny, Stage: s.d.Name(), Rule: RuleStageFailed, ReasonCode: RuleStageFailed,
+			Reason: "stage " + s.d.Name() + " could not decide; would have been refused (fail closed)"})
+	}
+	return nil
+}
+
+// InShadow marks s to be compiled in shadow (Compile): as a Decider
+// Shadowed, as a Filter likewise (its verdicts recorded on the response as
+// Response.Shadows, its rewrites dropped, a failure recorded as the
+// would-have Deny with RuleStageFailed instead of withholding the
+// response), as a Recorder unchanged. It is how a gateway runs every
+// stage in shadow, including stages it does not know.
+func InShadow(s Stage) Stage { return shadowStage{s} }
+
+// shadowStage is a Stage marked by InShadow; Compile unwraps it.
+type shadowStage struct{ s Stage }
+
+func (w shadowStage) Name() string {
+	if w.s == nil {
+		return ""
+	}
+	return w.s.Name()
+}
+
+// shadowedFilter is a Filter running in shadow (InShadow).
+type shadowedFilter struct{ f Filter }
+
+func (s shadowedFilter) Name() string { return s.f.Name() }
+
+func (s shadowedFilter) Filter(ctx context.Context, c *Call, r *Response) error {
+	prev := r.shadowing
+	r.shadowing = s.f.Name()
+	defer func() { r.shadowing = prev }()
+	if err := s.f.Filter(ctx, c, r); err != nil {
+		r.shadows = append(r.shadows, Verdict{Action: Deny, Stage: s.f.Name(), Rule: RuleStageFailed, ReasonCode: RuleStageFailed,
+			Reason: "filter " + s.f.Name() + " could not judge the response; it would have been withheld (fail closed)"})
+	}
 	return nil
 }

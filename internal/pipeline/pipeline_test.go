@@ -119,7 +119,8 @@ func TestShadowedNeverEnforces(t *testing.T) {
 	if got.Action != Allow || got.Rule != "ok" {
 		t.Fatalf("enforced %+v, want the policy's allow", got)
 	}
-	if want := []Verdict{{Action: Deny, Rule: "would_deny", Stage: "scan"}}; !reflect.DeepEqual(c.Shadows(), want) {
+	if want := []Verdict{{Action: Deny, Rule: "would_deny", Stage: "scan"},
+		{Action: Deny, Stage: "scan", Rule: RuleStageFailed, ReasonCode: RuleStageFailed, Reason: "stage scan could not decide; would have been refused (fail closed)"}}; !reflect.DeepEqual(c.Shadows(), want) {
 		t.Fatalf("shadows %+v, want %+v", c.Shadows(), want)
 	}
 	if c.Rewritten() != nil {
@@ -238,4 +239,78 @@ func TestRecordResolvesEveryFuture(t *testing.T) {
 	if err := empty.Record(context.Background(), &Call{}, PhaseDecision)(); err != nil {
 		t.Fatalf("no recorders: %v", err)
 	}
+}
+
+// TestInShadow: a stage compiled InShadow keeps each of its kinds, runs
+// where it stood, and neither enforces nor rewrites anything, on the call
+// or on the response; a failure is a would-have deny, not a withheld
+// response; a Recorder in it records as usual.
+func TestInShadow(t *testing.T) {
+	var ran []string
+	both := &bothStage{name: "scan", ran: &ran}
+	var calls []string
+	rec := recorder{name: "log", calls: &calls}
+	ch, err := Compile(InShadow(decider{name: "unknown", v: &Verdict{Action: Deny, Rule: "unknown_tool"}, ran: &ran}), InShadow(both), InShadow(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ch.HasFilters() || !reflect.DeepEqual(ch.Stages(), []string{"unknown", "scan", "log"}) {
+		t.Fatalf("stages %v, filters %v", ch.Stages(), ch.HasFilters())
+	}
+	c := &Call{}
+	if got := ch.Decide(context.Background(), c); got.Action != Allow || got.Rule != "" {
+		t.Fatalf("enforced %+v, want allow", got)
+	}
+	if _, decided := c.Verdict(); decided {
+		t.Fatal("a shadow stage decided the call")
+	}
+	wantCall := []Verdict{{Action: Deny, Rule: "unknown_tool", Stage: "unknown"}, {Action: Redact, Rule: "scanning", Stage: "scan"}}
+	if !reflect.DeepEqual(c.Shadows(), wantCall) || c.Rewritten() != nil {
+		t.Fatalf("shadows %+v rewritten %q, want %+v and nothing rewritten", c.Shadows(), c.Rewritten(), wantCall)
+	}
+	r := &Response{}
+	if err := ch.Filter(context.Background(), c, r); err != nil {
+		t.Fatalf("Filter: %v (a shadow filter's failure withholds nothing)", err)
+	}
+	if _, decided := r.Verdict(); decided || r.Rewritten() != nil {
+		t.Fatal("a shadow filter decided or rewrote the response")
+	}
+	wantResp := []Verdict{{Action: Deny, Rule: "resp_rule", Stage: "scan"},
+		{Action: Deny, Stage: "scan", Rule: RuleStageFailed, ReasonCode: RuleStageFailed, Reason: "filter scan could not judge the response; it would have been withheld (fail closed)"}}
+	if !reflect.DeepEqual(r.Shadows(), wantResp) {
+		t.Fatalf("response shadows %+v, want %+v", r.Shadows(), wantResp)
+	}
+	if err := ch.Record(context.Background(), c, PhaseDecision)(); err != nil || len(calls) != 2 {
+		t.Fatalf("Record: %v, %v", err, calls)
+	}
+	if !reflect.DeepEqual(ran, []string{"unknown", "scan", "scan/filter"}) {
+		t.Fatalf("ran %v", ran)
+	}
+}
+
+// bothStage is a Decider and a Filter that asks for a redaction on the
+// call and a deny on the response, rewriting both, and fails the filter.
+type bothStage struct {
+	name string
+	ran  *[]string
+}
+
+func (b *bothStage) Name() string { return b.name }
+func (b *bothStage) Decide(_ context.Context, c *Call) error {
+	*b.ran = append(*b.ran, b.name)
+	if !c.Shadowing() {
+		return errors.New("not shadowing")
+	}
+	c.Decide(Verdict{Action: Redact, Rule: "scanning"})
+	c.Rewrite([]byte("redacted\n"))
+	return nil
+}
+func (b *bothStage) Filter(_ context.Context, c *Call, r *Response) error {
+	*b.ran = append(*b.ran, b.name+"/filter")
+	if !r.Shadowing() {
+		return errors.New("not shadowing")
+	}
+	r.Decide(Verdict{Action: Deny, Rule: "resp_rule"})
+	r.Rewrite([]byte("x\n"))
+	return errors.New("boom")
 }

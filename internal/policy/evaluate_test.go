@@ -137,7 +137,7 @@ rules:
 		policy string
 		in     Input
 		want   Decision
-		shadow *ShadowDecision
+		shadow []ShadowDecision
 	}{
 		{"first match wins", ordered, Input{Tool: Tool{Name: "delete_repo"}}, decided(ActionDeny, "first", "first rule", "rule"), nil},
 		{"second rule by second pattern", ordered, Input{Tool: Tool{Name: "drop_table"}}, decided(ActionAllow, "second", "second rule", "rule"), nil},
@@ -159,13 +159,14 @@ rules:
 		{"glob no match", globs, Input{Tool: Tool{Name: "gitlab/x"}}, byDefault(ActionAllow), nil},
 
 		{"shadow before enforce", shadows, Input{Tool: Tool{Name: "write_secret"}}, decided(ActionDeny, "enforce_delete", "enforced", "rule"),
-			&ShadowDecision{Action: ActionDeny, Rule: "shadow_before", Reason: "shadow before", ReasonCode: "rule"}},
+			[]ShadowDecision{{Action: ActionDeny, Rule: "shadow_before", Reason: "shadow before", ReasonCode: "rule"}}},
 		{"shadow after enforce", shadows, Input{Tool: Tool{Name: "delete_x"}}, decided(ActionDeny, "enforce_delete", "enforced", "rule"),
-			&ShadowDecision{Action: ActionMonitor, Rule: "shadow_after", Reason: "shadow after", ReasonCode: "rule"}},
+			[]ShadowDecision{{Action: ActionMonitor, Rule: "shadow_after", Reason: "shadow after", ReasonCode: "rule"}}},
 		{"only shadow matches", shadows, Input{Tool: Tool{Name: "write_x"}}, byDefault(ActionAllow),
-			&ShadowDecision{Action: ActionDeny, Rule: "shadow_before", Reason: "shadow before", ReasonCode: "rule"}},
-		{"first shadow wins", shadows, Input{Tool: Tool{Name: "read_secret"}}, byDefault(ActionAllow),
-			&ShadowDecision{Action: ActionMonitor, Rule: "shadow_after", Reason: "shadow after", ReasonCode: "rule"}},
+			[]ShadowDecision{{Action: ActionDeny, Rule: "shadow_before", Reason: "shadow before", ReasonCode: "rule"}}},
+		{"every matching shadow is recorded, in file order", shadows, Input{Tool: Tool{Name: "read_secret"}}, byDefault(ActionAllow),
+			[]ShadowDecision{{Action: ActionMonitor, Rule: "shadow_after", Reason: "shadow after", ReasonCode: "rule"},
+				{Action: ActionDeny, Rule: "shadow_last", Reason: "shadow last", ReasonCode: "rule"}}},
 		{"nothing matches", shadows, Input{Tool: Tool{Name: "other"}, Arguments: map[string]any{}}, byDefault(ActionAllow), nil},
 
 		{"has guard, key absent", errs, Input{Tool: Tool{Name: "t"}}, byDefault(ActionAllow), nil},
@@ -179,14 +180,14 @@ rules:
 			decided(ActionAllow, "broken", "broken", "rule"), nil},
 		{"shadow condition error is reported, not enforced", errs, Input{Tool: Tool{Name: "shadow_x"}, Arguments: map[string]any{"path": "/secret/x"}},
 			decided(ActionAllow, "broken", "broken", "rule"),
-			&ShadowDecision{Action: ActionDeny, Rule: "shadow_broken", Reason: "condition of rule shadow_broken failed to evaluate", ReasonCode: "condition_error"}},
+			[]ShadowDecision{{Action: ActionDeny, Rule: "shadow_broken", Reason: "condition of rule shadow_broken failed to evaluate", ReasonCode: "condition_error"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := mustParse(t, tt.policy)
 			got := p.Evaluate(&tt.in)
 			want := tt.want
-			want.Shadow = tt.shadow
+			want.Shadows = tt.shadow
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Evaluate\n got: %s\nwant: %s", jsonString(got), jsonString(want))
 			}
@@ -234,7 +235,7 @@ func TestReadonlyExample(t *testing.T) {
 					want = Decision{Action: ActionDeny, Rule: rule, Reason: reason, ReasonCode: "rule"}
 				}
 				want.PolicyName, want.PolicyVersion = "readonly-agent", "2026-11-30"
-				if got != want {
+				if !reflect.DeepEqual(got, want) {
 					t.Errorf("got %+v\nwant %+v", got, want)
 				}
 			})
@@ -339,7 +340,7 @@ func TestConditionValues(t *testing.T) {
 			if tt.in != nil {
 				viewed := *tt.in
 				viewed.ToolView = NewToolView(tt.in.Tool)
-				if dv := p.Evaluate(&viewed); dv != d {
+				if dv := p.Evaluate(&viewed); !reflect.DeepEqual(dv, d) {
 					t.Errorf("condition %s with a ToolView: %+v, without %+v", tt.cond, dv, d)
 				}
 			}
@@ -430,7 +431,74 @@ rules:
     action: allow
     reason: never evaluated
 `)
-	if d := p.Evaluate(&Input{}); d.Rule != "decide" || d.Shadow != nil {
+	if d := p.Evaluate(&Input{}); d.Rule != "decide" || d.Shadows != nil {
 		t.Errorf("got %+v", d)
+	}
+}
+
+// TestShadowsEveryPhase: response and receipt rules record every matching
+// shadow rule too, before and after the enforce rule that decides, in file
+// order; a request's evaluation never sees them.
+func TestShadowsEveryPhase(t *testing.T) {
+	p := mustParse(t, `
+name: t
+version: "1"
+rules:
+  - id: resp_shadow_1
+    mode: shadow
+    when: response_scan.status == "fail"
+    action: deny
+    reason: r1
+  - id: resp_enforce
+    when: response_scan.status == "fail"
+    action: monitor
+    reason: re
+  - id: resp_shadow_2
+    mode: shadow
+    when: '"secret" in response_scan.classes'
+    action: redact
+    reason: r2
+  - id: rcpt_enforce
+    when: receipt.status == "unsigned"
+    action: monitor
+    reason: ce
+  - id: rcpt_shadow_1
+    mode: shadow
+    when: receipt.status != "ok"
+    action: deny
+    reason: c1
+  - id: rcpt_shadow_2
+    mode: shadow
+    when: receipt.conflicts > 0
+    action: deny
+    reason: c2
+`)
+	sh := func(a Action, rule, reason string) ShadowDecision {
+		return ShadowDecision{Action: a, Rule: rule, Reason: reason, ReasonCode: ReasonCodeRule}
+	}
+	tests := []struct {
+		name    string
+		eval    func() (Decision, bool)
+		rule    string
+		shadows []ShadowDecision
+	}{
+		{"response", func() (Decision, bool) {
+			return p.EvaluateResponse(&Input{ResponseScan: &ScanView{Status: "fail", Findings: []Finding{{Rule: "x", Class: "secret", Confidence: "high", Path: "/result"}}}})
+		}, "resp_enforce", []ShadowDecision{sh(ActionDeny, "resp_shadow_1", "r1"), sh(ActionRedact, "resp_shadow_2", "r2")}},
+		{"receipt", func() (Decision, bool) {
+			return p.EvaluateReceipt(&Input{Receipt: &Receipt{Status: "unsigned", Conflicts: 1}})
+		}, "rcpt_enforce", []ShadowDecision{sh(ActionDeny, "rcpt_shadow_1", "c1"), sh(ActionDeny, "rcpt_shadow_2", "c2")}},
+		{"receipt, shadows only", func() (Decision, bool) {
+			return p.EvaluateReceipt(&Input{Receipt: &Receipt{Status: "tampered", Conflicts: 2}})
+		}, "", []ShadowDecision{sh(ActionDeny, "rcpt_shadow_1", "c1"), sh(ActionDeny, "rcpt_shadow_2", "c2")}},
+		{"request sees none", func() (Decision, bool) { return p.Evaluate(&Input{}), true }, "default", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _ := tt.eval()
+			if d.Rule != tt.rule || !reflect.DeepEqual(d.Shadows, tt.shadows) {
+				t.Errorf("got rule %q shadows %s, want %q %s", d.Rule, jsonString(d.Shadows), tt.rule, jsonString(tt.shadows))
+			}
+		})
 	}
 }

@@ -70,8 +70,10 @@ func FuzzParse(f *testing.F) {
 			default:
 				t.Fatalf("reason code %q", d.ReasonCode)
 			}
-			if d.Shadow != nil && !ids[d.Shadow.Rule] {
-				t.Fatalf("shadow names unknown rule: %+v", d.Shadow)
+			for _, sh := range d.Shadows {
+				if !ids[sh.Rule] {
+					t.Fatalf("shadow names unknown rule: %+v", sh)
+				}
 			}
 			if d.PolicyName != p.Name() || d.PolicyVersion != p.Version() {
 				t.Fatalf("decision policy %q %q", d.PolicyName, d.PolicyVersion)

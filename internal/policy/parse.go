@@ -308,7 +308,7 @@ func orList(s []string) string {
 }
 
 func (p *parser) policy(root *yaml.Node) *Policy {
-	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, scanning: DefaultScanning(), drift: DefaultDrift(), lastShadow: -1}
+	pol := &Policy{defaultAction: ActionAllow, settings: defaultSettings, scanning: DefaultScanning(), drift: DefaultDrift(), lastShadow: noShadows}
 	f := p.fields(root, "", "", "name", "version", "defaults", "receipts", "scanning", "drift", "rules")
 
 	for _, k := range []string{"name", "version"} {
@@ -357,7 +357,7 @@ func (p *parser) defaults(n *yaml.Node, pol *Policy) {
 		p.errorf(n.Line, "", "defaults must be a mapping, got %s", kindName(n))
 		return
 	}
-	f := p.fields(n, "", where, "action", "unknown_tool", "deny_response", "on_log_failure")
+	f := p.fields(n, "", where, "action", "unknown_tool", "deny_response", "on_log_failure", "mode")
 	if e, ok := f["action"]; ok {
 		if a, ok := p.action(e, "", where); ok {
 			switch a {
@@ -384,6 +384,9 @@ func (p *parser) defaults(n *yaml.Node, pol *Policy) {
 	set("unknown_tool", &pol.settings.UnknownTool, UnknownToolFetch, UnknownToolDeny)
 	set("deny_response", &pol.settings.DenyResponse, DenyResponseError, DenyResponseToolResult)
 	set("on_log_failure", &pol.settings.OnLogFailure, OnLogFailureFailClosed, OnLogFailureFailOpen)
+	mode := string(pol.settings.Mode)
+	set("mode", &mode, string(ModeEnforce), string(ModeShadow))
+	pol.settings.Mode = Mode(mode)
 }
 
 // receipts reads the receipts block: require (for every server) and
@@ -538,8 +541,8 @@ func (p *parser) rules(seq *yaml.Node, pol *Policy) {
 
 		if ok {
 			r.condErr = "condition of rule " + r.id + " failed to evaluate"
-			if r.mode == ModeShadow && r.phase == phaseRequest {
-				pol.lastShadow = len(pol.rules)
+			if r.mode == ModeShadow {
+				pol.lastShadow[r.phase] = len(pol.rules)
 			}
 			pol.rules = append(pol.rules, r)
 		}

@@ -6,8 +6,8 @@
 // optional condition written in CEL (https://cel.dev) over the principal, the
 // server, the tool's normalized metadata (evidence.md §4), the call's
 // arguments and its `_meta`. Rules run in file order; the first matching
-// enforcing rule decides, and the first matching shadow rule is reported
-// next to the decision without changing it.
+// enforcing rule decides, and every matching shadow rule is reported next to
+// the decision, in file order, without changing it.
 //
 // [Parse] and [Load] do all the work that can fail: YAML decoding with strict
 // keys, validation, glob syntax checks and CEL compilation and type checking.
@@ -54,7 +54,9 @@ const (
 	// the default when a rule has no mode.
 	ModeEnforce Mode = "enforce"
 	// ModeShadow: the rule is evaluated and its would-have outcome reported
-	// in [Decision.Shadow], but it never changes [Decision.Action].
+	// in [Decision.Shadows], but it never changes [Decision.Action]. As
+	// defaults.mode ([Settings.Mode]) it puts the whole gateway in shadow
+	// mode (docs/policy.md, "Shadow mode").
 	ModeShadow Mode = "shadow"
 )
 
@@ -118,6 +120,11 @@ type Settings struct {
 	// [ReceiptsVerified]. ReceiptsServers overrides it per server_id.
 	ReceiptsRequire string
 	ReceiptsServers map[string]string
+	// Mode is defaults.mode: [ModeEnforce] ("enforce", the default) or
+	// [ModeShadow] ("shadow": the gateway evaluates and records every
+	// verdict of every stage and enforces none, as `gatehouse wrap
+	// --shadow` does; docs/policy.md, "Shadow mode").
+	Mode Mode
 }
 
 // receipts.require values (evidence.md §2; the table is in
@@ -286,9 +293,12 @@ type Decision struct {
 	// ReasonCode is [ReasonCodeRule], [ReasonCodeDefault] or
 	// [ReasonCodeConditionError].
 	ReasonCode string `json:"reason_code"`
-	// Shadow is the first matching shadow rule in file order, wherever it
-	// stands relative to the deciding rule; nil when no shadow rule matched.
-	Shadow *ShadowDecision `json:"shadow,omitempty"`
+	// Shadows are the matching shadow rules, every one of them, in file
+	// order, wherever they stand relative to the deciding rule; nil when
+	// no shadow rule matched. The gateway adds the would-have verdicts of
+	// other stages when they run in shadow (gatehouse wrap --shadow), with
+	// Stage set.
+	Shadows []ShadowDecision `json:"shadows,omitempty"`
 	// PolicyName and PolicyVersion identify the policy that decided.
 	PolicyName    string `json:"policy_name"`
 	PolicyVersion string `json:"policy_version"`
@@ -306,8 +316,13 @@ type ShadowDecision struct {
 	// Reason is the shadow rule's reason, or "condition of rule ID failed
 	// to evaluate".
 	Reason string `json:"reason"`
-	// ReasonCode is [ReasonCodeRule] or [ReasonCodeConditionError].
+	// ReasonCode is [ReasonCodeRule] or [ReasonCodeConditionError] (a
+	// stage's own reason code for a verdict the gateway adds).
 	ReasonCode string `json:"reason_code"`
+	// Stage is the gateway stage that gave the would-have verdict
+	// ("policy", "scan", "unknown_tool", ...); empty from Evaluate,
+	// EvaluateResponse and EvaluateReceipt, whose caller knows it.
+	Stage string `json:"stage,omitempty"`
 }
 
 // Policy is a compiled policy: validated, with its conditions compiled to CEL
@@ -319,7 +334,7 @@ type Policy struct {
 	defaultAction Action
 	settings      Settings
 	rules         []rule
-	lastShadow    int // index of the last shadow rule, -1 if none
+	lastShadow    [3]int // per phase, index of its last shadow rule, -1 if none
 	// usesArguments is whether a condition may read `arguments`: when
 	// not, the gateway need not decode them (Input.Arguments may be nil).
 	usesArguments bool
@@ -418,7 +433,7 @@ func Default() *Policy {
 		settings:      defaultSettings,
 		scanning:      DefaultScanning(),
 		drift:         DefaultDrift(),
-		lastShadow:    -1,
+		lastShadow:    noShadows,
 	}
 }
 
@@ -427,7 +442,11 @@ var defaultSettings = Settings{
 	DenyResponse:    DenyResponseError,
 	OnLogFailure:    OnLogFailureFailClosed,
 	ReceiptsRequire: ReceiptsNone,
+	Mode:            ModeEnforce,
 }
+
+// noShadows is lastShadow of a policy without shadow rules.
+var noShadows = [3]int{-1, -1, -1}
 
 // Name returns the policy's name field.
 func (p *Policy) Name() string { return p.name }
@@ -450,8 +469,8 @@ const defaultReason = "no rule matched; default action"
 // in.Tool.Name (or it has none) and its condition is true (or it has none).
 // The first matching enforce rule decides. If none matches, defaults.action
 // applies with Rule "default". A condition that fails at run time denies the
-// call with ReasonCode "condition_error" (fail closed). The first matching
-// shadow rule is reported in Decision.Shadow.
+// call with ReasonCode "condition_error" (fail closed). Every matching
+// shadow rule is reported in Decision.Shadows, in file order.
 //
 // A nil in is treated as a zero Input. Evaluate does not modify in, does not
 // retain it, and is safe for concurrent use.
@@ -473,8 +492,9 @@ const (
 )
 
 // evaluate runs the rules of phase ph in file order: the first matching
-// enforce rule decides (deny on a condition error; decided true), the
-// first matching shadow rule goes into Shadow.
+// enforce rule decides (deny on a condition error; decided true), every
+// matching shadow rule goes into Shadows. Once decided, it stops after the
+// phase's last shadow rule.
 func (p *Policy) evaluate(in *Input, ph phase) (d Decision, decided bool) {
 	if in == nil {
 		in = &Input{}
@@ -482,7 +502,7 @@ func (p *Policy) evaluate(in *Input, ph phase) (d Decision, decided bool) {
 	d = Decision{PolicyName: p.name, PolicyVersion: p.version}
 	var act *activation
 	for i := range p.rules {
-		if decided && (d.Shadow != nil || (ph == phaseRequest && i > p.lastShadow)) {
+		if decided && i > p.lastShadow[ph] {
 			break
 		}
 		r := &p.rules[i]
@@ -490,7 +510,7 @@ func (p *Policy) evaluate(in *Input, ph phase) (d Decision, decided bool) {
 			continue // a response or receipt rule is decided on the response
 		}
 		shadow := r.mode == ModeShadow
-		if (shadow && d.Shadow != nil) || (!shadow && decided) {
+		if !shadow && decided {
 			continue
 		}
 		if !r.matchTool(in.Tool.Name) {
@@ -512,7 +532,7 @@ func (p *Policy) evaluate(in *Input, ph phase) (d Decision, decided bool) {
 			action, reason, code = ActionDeny, r.condErr, ReasonCodeConditionError
 		}
 		if shadow {
-			d.Shadow = &ShadowDecision{Action: action, Rule: r.id, Reason: reason, ReasonCode: code}
+			d.Shadows = append(d.Shadows, ShadowDecision{Action: action, Rule: r.id, Reason: reason, ReasonCode: code})
 			continue
 		}
 		d.Action, d.Rule, d.Reason, d.ReasonCode = action, r.id, reason, code
@@ -546,8 +566,9 @@ func (p *Policy) hasPhase(ph phase) bool {
 // EvaluateResponse decides a forwarded call again once its response is
 // scanned: only response rules (those reading `response_scan`), in file
 // order, with in.ResponseScan set (in.Arguments and in.Meta unused: a
-// response rule cannot read them). matched is false when no enforce
-// response rule matched; the request's decision then stands.
+// response rule cannot read them). Every matching shadow response rule is
+// reported in Shadows. matched is false when no enforce response rule
+// matched; the request's decision then stands.
 func (p *Policy) EvaluateResponse(in *Input) (d Decision, matched bool) {
 	return p.evaluate(in, phaseResponse)
 }
@@ -556,7 +577,7 @@ func (p *Policy) EvaluateResponse(in *Input) (d Decision, matched bool) {
 // receipt are in: only receipt rules, in file order, with in.Receipt set
 // (and in.Arguments and in.Meta unused: a receipt rule cannot read them).
 // The first matching enforce receipt rule decides (deny on a condition
-// error), the first matching shadow one is reported in Shadow; matched is
+// error), every matching shadow one is reported in Shadows; matched is
 // false when no enforce receipt rule matched, and the request's decision
 // then stands.
 func (p *Policy) EvaluateReceipt(in *Input) (d Decision, matched bool) {

@@ -122,3 +122,59 @@ func syntaxReason(err error) string {
 	}
 	return "invalid JSON"
 }
+
+// Line is one line of an NDJSON file as [EachLine] hands it over.
+type Line struct {
+	// Num is the 1-based line number.
+	Num int
+	// Bytes is the line without its LF; nil when Problem is set. It is
+	// valid only during the callback.
+	Bytes []byte
+	// Problem is "" for a complete line within the cap, else why the
+	// line cannot be read: "no LF at the end of the file (truncated)" or
+	// "longer than N bytes".
+	Problem string
+}
+
+// EachLine reads r as LF-terminated lines, each at most max bytes
+// (terminator included; longer lines are discarded unread, so memory stays
+// bounded by max), and calls fn for every line in order, a bad one
+// included (Line.Problem). It stops at the end of input, at a read error
+// (returned as it is) or at fn's first error (returned).
+func EachLine(r io.Reader, max int, fn func(Line) error) error {
+	lr := newLineReader(r, max)
+	for {
+		b, st, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		l := Line{Num: lr.num}
+		switch st {
+		case lineComplete:
+			l.Bytes = b[:len(b)-1]
+		case lineTruncated:
+			l.Problem = "no LF at the end of the file (truncated)"
+		case lineTooLong:
+			l.Problem = "longer than " + itoa(int64(max)) + " bytes"
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+}
+
+// ObjectMembers parses line as exactly one strict JSON object (the
+// decision log's and receipts' strict reading: valid UTF-8, no duplicate
+// member names, nothing after the value) and calls fn for each top-level
+// member with its raw value (a sub-slice of line). Its error says what is
+// wrong without quoting the input.
+func ObjectMembers(line []byte, fn func(name string, raw []byte)) error {
+	var p objectParser
+	if err := p.members(line, fn); err != nil {
+		return errors.New(syntaxReason(err))
+	}
+	return nil
+}

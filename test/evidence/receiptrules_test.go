@@ -1,6 +1,7 @@
 package evidencee2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,10 +57,10 @@ func TestReceiptRules(t *testing.T) {
 		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
 	recs := calls(t, showJSON(t, state))
-	for tool, want := range map[string]struct{ action, rule, warning string }{
-		"signed_ok":     {"allow", "default", ""},
-		"bad_signature": {"deny", "no_tampered_receipts", "shadow rule verified_only_trial would have decided deny on the receipt"},
-		"unsigned":      {"monitor", "watch_unsigned", "receipt rule watch_unsigned: the server's receipt is not signed"},
+	for tool, want := range map[string]struct{ action, rule, warning, shadows string }{
+		"signed_ok":     {"allow", "default", "", ""},
+		"bad_signature": {"deny", "no_tampered_receipts", "", "deny verified_only_trial evidence"},
+		"unsigned":      {"monitor", "watch_unsigned", "receipt rule watch_unsigned: the server's receipt is not signed", "deny verified_only_trial evidence"},
 	} {
 		r := recs[tool]
 		if r == nil || r.outcome == nil {
@@ -74,6 +75,26 @@ func TestReceiptRules(t *testing.T) {
 		}
 		if want.warning != "" && !strings.Contains(strings.Join(out.Warnings, "; "), want.warning) {
 			t.Errorf("%s: outcome warnings %q lack %q", tool, out.Warnings, want.warning)
+		}
+		// The shadow receipt rule is a would-have decision of the outcome
+		// (shadow_decisions), not enforced.
+		var sh struct {
+			ShadowMode      bool `json:"shadow_mode"`
+			ShadowDecisions []struct {
+				Action      string `json:"action"`
+				MatchedRule string `json:"matched_rule"`
+				Stage       string `json:"stage"`
+			} `json:"shadow_decisions"`
+		}
+		if err := json.Unmarshal(r.outcome.Payload, &sh); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range sh.ShadowDecisions {
+			got = append(got, d.Action+" "+d.MatchedRule+" "+d.Stage)
+		}
+		if strings.Join(got, "; ") != want.shadows || sh.ShadowMode {
+			t.Errorf("%s: outcome shadow_decisions %q (shadow_mode %v), want %q (false)", tool, got, sh.ShadowMode, want.shadows)
 		}
 	}
 	// Without the ledger there are no receipts to decide on: refused.

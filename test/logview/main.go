@@ -58,10 +58,10 @@ type event struct {
 		ToolCallID         string          `json:"tool_call_id"`
 		ToolCallIDStrength string          `json:"tool_call_id_strength"`
 		PolicyName         string          `json:"policy_name"`
-		Shadow             *struct {
+		ShadowDecisions    []struct {
 			Action      string `json:"action"`
 			MatchedRule string `json:"matched_rule"`
-		} `json:"shadow"`
+		} `json:"shadow_decisions"`
 	} `json:"data"`
 }
 
@@ -157,8 +157,9 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 	for _, p := range []*string{&d.Tool, &d.Decision, &d.MatchedRule, &d.Reason, &d.ReasonCode, &d.ToolCallID, &d.ToolCallIDStrength, &d.PolicyName} {
 		*p = linesafe.Text(*p)
 	}
-	if d.Shadow != nil {
-		d.Shadow.Action, d.Shadow.MatchedRule = linesafe.Text(d.Shadow.Action), linesafe.Text(d.Shadow.MatchedRule)
+	for i := range d.ShadowDecisions {
+		sd := &d.ShadowDecisions[i]
+		sd.Action, sd.MatchedRule = linesafe.Text(sd.Action), linesafe.Text(sd.MatchedRule)
 	}
 	d.RPCID = json.RawMessage(linesafe.Text(string(d.RPCID)))
 	ts := ev.Time
@@ -176,10 +177,10 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 			callID += " (" + d.ToolCallIDStrength + ")"
 		}
 		reason := d.Reason
-		if d.Shadow != nil {
+		for _, sd := range d.ShadowDecisions {
 			// What a shadow rule would have done: the point of running
 			// it in shadow mode.
-			reason += fmt.Sprintf(" [shadow: %s would %s]", orDash(d.Shadow.MatchedRule), strings.ToUpper(orDash(d.Shadow.Action)))
+			reason += fmt.Sprintf(" [shadow: %s would %s]", orDash(sd.MatchedRule), strings.ToUpper(orDash(sd.Action)))
 		}
 		fmt.Fprintf(w, "%s\tdecision\t%s\t%s\t%s\t%s\t%s\t%s\n", ts, d.Tool, strings.ToUpper(d.Decision), d.MatchedRule, id, callID, reason)
 	case typeRefused:

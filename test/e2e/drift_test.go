@@ -625,3 +625,53 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestDraftExampleShadow is the draft's Example Flow under wrap --shadow:
+// nothing changes on the wire (the drifted tool is listed as the server
+// listed it, the call reaches the server, nothing is held in the store),
+// and everything is recorded: the decision says shadow_mode with the
+// would-have quarantine of the policy's rule, and report shadow counts it.
+func TestDraftExampleShadow(t *testing.T) {
+	dir := t.TempDir()
+	base := readTool(t, "publish_artifact.baseline.json")
+	cur := readTool(t, "publish_artifact.current.json")
+	r := startDrift(t, dir, []map[string]any{echoTool, base}, []map[string]any{echoTool, cur}, 1,
+		"--policy", examplePolicy(t, "drift-review.yaml"), "--shadow")
+	r.list()
+	if pa := r.list()["publish_artifact"]; pa == nil || pa.Description != "Publish a build artifact." {
+		t.Fatalf("shadow mode changed the listing: %+v", pa)
+	}
+	if msg := r.call("publish_artifact", obj{"path": "dist/app.tgz"}); msg != "" {
+		t.Fatalf("shadow mode held the call: %s", msg)
+	}
+	r.close()
+	if calls := r.serverCalls(); !slices.Contains(calls, "publish_artifact") {
+		t.Fatalf("the call did not reach the server: %v", calls)
+	}
+	if d := r.events("gatehouse.drift.v1"); len(d) != 1 || d[0]["held"] != false || d[0]["severity"] != "critical" {
+		t.Errorf("drift events: %v", d)
+	}
+	var decision map[string]any
+	for _, ev := range r.events("gatehouse.tool.decision.v1") {
+		if ev["tool"] == "publish_artifact" {
+			decision = ev
+		}
+	}
+	if decision == nil || decision["decision"] != "allow" || decision["shadow_mode"] != true || decision["forwarded"] != true {
+		t.Fatalf("decision: %v", decision)
+	}
+	shadows, _ := json.Marshal(decision["shadow_decisions"])
+	for _, want := range []string{`"matched_rule":"high_risk_externality_drift"`, `"action":"quarantine"`} {
+		if !strings.Contains(string(shadows), want) {
+			t.Errorf("shadow_decisions %s lack %s", shadows, want)
+		}
+	}
+	list := gatehouseOK(t, "tools", "list", "--state", r.state, "--format", "json")
+	if strings.Contains(list, `"quarantine":{`) {
+		t.Errorf("shadow mode held a tool in the store: %s", list)
+	}
+	report := gatehouseOK(t, "report", "shadow", "--format", "json", r.log)
+	if !strings.Contains(report, "high_risk_externality_drift") || !strings.Contains(report, "quarantine") {
+		t.Errorf("report shadow:\n%s", report)
+	}
+}

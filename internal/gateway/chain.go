@@ -77,9 +77,9 @@ type callState struct {
 	// respVerdict is the response's verdict when it is not allow.
 	argScan, respScan *scanOutcome
 	respVerdict       *pipeline.Verdict
-	// drift is what the tool's drift decides (driftStage), nil before
-	// the drift stage ran.
-	drift *callDrift
+	// drift is what the tool's drift decides (driftStage); zero before
+	// the drift stage ran (a value: no allocation per call).
+	drift callDrift
 }
 
 // notRecorded refuses an allowed call whose decision or evidence could

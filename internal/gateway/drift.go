@@ -91,6 +91,9 @@ type toolDrift struct {
 	status      string // driftNone, driftChanged, driftAdded, driftRenamed
 	renamedFrom string
 	result      drift.Result
+	// viewed is view()'s value, made once (d.mu held): the policy's drift
+	// variable is read, never written, by the calls that share it.
+	viewed *policy.DriftView
 }
 
 // defaultPollEvery is how often a tracker asks the store whether another
@@ -186,7 +189,7 @@ func (d *driftTracker) poll() {
 	for name, td := range d.listed {
 		if td.status == driftChanged || td.status == driftAdded {
 			if b, ok := d.baselines[name]; ok && b.b.Hash == td.hash {
-				td.status, td.result = driftNone, drift.Result{Action: drift.ActionAllow}
+				td.status, td.result, td.viewed = driftNone, drift.Result{Action: drift.ActionAllow}, nil
 			}
 		}
 	}
@@ -443,7 +446,10 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 	td := d.listed[name]
 	if td != nil && known {
 		out.hash = td.hash
-		out.view = td.view()
+		if td.viewed == nil {
+			td.viewed = td.view()
+		}
+		out.view = td.viewed
 		if td.status != driftNone {
 			out.result = td.evidence()
 			out.warnings = td.result.Warnings

@@ -101,9 +101,7 @@ func toolDecisionData(c *pipeline.Call, st *callState, scanning bool) decisionlo
 		data.RPCID = json.RawMessage(c.ID.Raw())
 	}
 	data.ArgumentScanResult = scanJSON(st.argumentScanResult(scanning))
-	if st.drift != nil {
-		data.DriftResult = driftJSON(st.drift.result)
-	}
+	data.DriftResult = driftJSON(st.drift.result)
 	data.ShadowMode = st.shadow
 	data.ShadowDecisions = logShadows(d.Shadows)
 	return data

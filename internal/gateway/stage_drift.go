@@ -26,10 +26,9 @@ func (s driftStage) Decide(_ context.Context, c *pipeline.Call) error {
 	if err != nil {
 		return fmt.Errorf("drift stage: %w", err)
 	}
-	cd := s.tracker.forCall(c.Name, c.Known)
-	st.drift = &cd
-	if cd.decided {
-		c.Decide(cd.verdict)
+	st.drift = s.tracker.forCall(c.Name, c.Known)
+	if st.drift.decided {
+		c.Decide(st.drift.verdict)
 	}
 	return nil
 }

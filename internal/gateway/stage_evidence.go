@@ -62,10 +62,7 @@ func (s evidenceStage) Record(_ context.Context, c *pipeline.Call, p pipeline.Ph
 		ShadowMode: st.shadow,
 	}
 	call.ArgumentScan = st.argumentScanResult(s.scanning)
-	if st.drift != nil {
-		call.DriftResult = st.drift.result
-		call.DriftWarnings = st.drift.warnings
-	}
+	call.DriftResult, call.DriftWarnings = st.drift.result, st.drift.warnings
 	if st.argScan != nil && st.argScan.secretNames != nil {
 		call.SecretNames = map[string]bool{}
 		for n := range st.argScan.secretNames {

@@ -47,9 +47,7 @@ func (s *policyStage) Decide(_ context.Context, c *pipeline.Call) error {
 		if st.argScan != nil {
 			in.ArgumentScan = st.argScan.view
 		}
-		if st.drift != nil {
-			in.Drift = st.drift.view
-		}
+		in.Drift = st.drift.view
 		if s.policy.UsesArguments() {
 			// Decoded only for a policy that reads them: a large argument
 			// object costs a copy and a map otherwise.

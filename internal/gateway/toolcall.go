@@ -288,11 +288,7 @@ func (s *Session) decide(line []byte, m *jsonrpc.Message, p toolCallParams, slot
 			// drift still calls for a hold) decided quarantine on this
 			// call: the tool is held from now on, until a person
 			// releases it (holdFromDecision keeps a hold already there).
-			hash := ""
-			if st.drift != nil {
-				hash = st.drift.hash
-			}
-			s.drift.holdFromDecision(p.name, hash, v.Rule, v.Reason)
+			s.drift.holdFromDecision(p.name, st.drift.hash, v.Rule, v.Reason)
 		}
 	}
 	var rpcRaw []byte

@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
@@ -77,6 +79,7 @@ type driftTracker struct {
 	version   int64
 	polled    time.Time
 	reported  map[string]string // tool -> what its last drift event said
+	polling   atomic.Bool       // a poll runs
 }
 
 // baselineDef is a baseline with its definition read back.
@@ -130,24 +133,20 @@ func newDriftTracker(cfg Config, log *slog.Logger, emit func(decisionlog.Drift),
 	return d
 }
 
-// reloadLocked reads the server's baselines and holds from the store (d.mu
-// held). A store that cannot be read leaves the copy as it was (logged):
-// holds already known stay in force.
-func (d *driftTracker) reloadLocked() {
+// load reads the server's baselines and holds from the store, with the
+// store's version; no lock is held (the store may be a network away).
+func (d *driftTracker) load() (v int64, baselines map[string]baselineDef, holds map[string]toolstate.Quarantine, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	v, err := d.store.Version(ctx)
-	if err != nil {
-		d.log.Error("tool state: reading the store's version failed", "err", err)
-		return
+	if v, err = d.store.Version(ctx); err != nil {
+		return 0, nil, nil, fmt.Errorf("reading the store's version: %w", err)
 	}
 	states, err := d.store.Tools(ctx, d.serverID)
 	if err != nil {
-		d.log.Error("tool state: reading baselines failed", "err", err)
-		return
+		return 0, nil, nil, fmt.Errorf("reading baselines: %w", err)
 	}
-	baselines := map[string]baselineDef{}
-	holds := map[string]toolstate.Quarantine{}
+	baselines = map[string]baselineDef{}
+	holds = map[string]toolstate.Quarantine{}
 	for _, s := range states {
 		if s.Baseline != nil {
 			t, err := drift.Parse(s.Baseline.Definition)
@@ -161,31 +160,26 @@ func (d *driftTracker) reloadLocked() {
 			holds[s.Tool] = *s.Quarantine
 		}
 	}
-	d.baselines, d.holds, d.version = baselines, holds, v
-	d.polled = time.Now()
+	return v, baselines, holds, nil
 }
 
-// poll reloads the store's state when another writer changed it, at most
-// once per pollEvery, and classifies the listed tools again against the
-// baselines read.
-func (d *driftTracker) poll() {
-	d.mu.Lock()
-	if time.Since(d.polled) < d.pollEvery {
-		d.mu.Unlock()
+// reloadLocked is load installed (d.mu held). A store that cannot be read
+// leaves the copy as it was (logged): holds already known stay in force.
+func (d *driftTracker) reloadLocked() {
+	v, baselines, holds, err := d.load()
+	if err != nil {
+		d.log.Error("tool state: " + err.Error())
 		return
 	}
+	d.installLocked(v, baselines, holds)
+}
+
+// installLocked makes what load read the tracker's copy (d.mu held) and
+// classifies the listed tools again against the baselines: a tool whose
+// listed definition is now its baseline (approved elsewhere) has no drift.
+func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, holds map[string]toolstate.Quarantine) {
+	d.baselines, d.holds, d.version = baselines, holds, v
 	d.polled = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	v, err := d.store.Version(ctx)
-	cancel()
-	if err != nil || v == d.version {
-		d.mu.Unlock()
-		if err != nil {
-			d.log.Error("tool state: polling the store failed", "err", err)
-		}
-		return
-	}
-	d.reloadLocked()
 	for name, td := range d.listed {
 		if td.status == driftChanged || td.status == driftAdded {
 			if b, ok := d.baselines[name]; ok && b.b.Hash == td.hash {
@@ -193,9 +187,58 @@ func (d *driftTracker) poll() {
 			}
 		}
 	}
+}
+
+// poll reloads the store's state when another writer changed it, at most
+// once per pollEvery, and tells the catalog its cached decisions no longer
+// hold. The store is read without d.mu held, so calls are not held up by
+// it; one poll runs at a time.
+func (d *driftTracker) poll() {
+	d.mu.Lock()
+	due := time.Since(d.polled) >= d.pollEvery
+	if due {
+		d.polled = time.Now()
+	}
+	version := d.version
+	d.mu.Unlock()
+	if !due || !d.polling.CompareAndSwap(false, true) {
+		return
+	}
+	defer d.polling.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	v, err := d.store.Version(ctx)
+	cancel()
+	if err != nil {
+		d.log.Error("tool state: polling the store failed", "err", err)
+		return
+	}
+	if v == version {
+		return
+	}
+	v, baselines, holds, err := d.load()
+	if err != nil {
+		d.log.Error("tool state: " + err.Error())
+		return
+	}
+	d.mu.Lock()
+	if v >= d.version {
+		d.installLocked(v, baselines, holds)
+	}
 	d.mu.Unlock()
 	if d.changed != nil {
 		d.changed()
+	}
+}
+
+// pollSoon polls on a goroutine of its own when a poll is due: a call
+// never waits for the store; what the poll finds applies from the next
+// call on.
+func (d *driftTracker) pollSoon() {
+	d.mu.Lock()
+	due := time.Since(d.polled) >= d.pollEvery
+	d.mu.Unlock()
+	if due && !d.polling.Load() {
+		go d.poll()
 	}
 }
 
@@ -439,7 +482,7 @@ type callDrift struct {
 // quarantines it; else an added tool under --baseline require is denied;
 // else the drift block's action for its status and severity applies.
 func (d *driftTracker) forCall(name string, known bool) callDrift {
-	d.poll()
+	d.pollSoon()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out callDrift

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,11 +320,14 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 				if err != nil {
 					continue
 				}
-				b, _, err := d.store.FirstUse(ctx, toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
-					Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now})
+				mine := toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
+					Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now}
+				b, _, err := d.store.FirstUse(ctx, mine)
 				if err != nil {
-					d.log.Error("tool state: recording a first-use baseline failed", "err", err)
-					continue
+					// Kept for this run: drift from it is still found
+					// (and held) while the gateway runs.
+					d.log.Error("tool state: recording a first-use baseline failed; it is kept in this gateway only", "err", err)
+					b = mine
 				}
 				if bt, err := drift.Parse(b.Definition); err == nil {
 					d.baselines[t.Name] = baselineDef{b: b, tool: bt}
@@ -682,16 +684,6 @@ func driftJSON(r *evidence.DriftResult) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// sortedKeys returns m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // emitDrift writes a drift event to the decision log (without one, to

@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
+)
+
+// brokenStore is a tool-state store whose writes fail (a full disk, a
+// PostgreSQL gone): reads answer from an empty in-memory store.
+type brokenStore struct{ *toolstate.Mem }
+
+var errBroken = errors.New("disk full")
+
+func (brokenStore) FirstUse(context.Context, toolstate.Baseline) (toolstate.Baseline, bool, error) {
+	return toolstate.Baseline{}, false, errBroken
+}
+func (brokenStore) Observe(context.Context, []toolstate.Observation) error { return errBroken }
+func (brokenStore) Hold(context.Context, toolstate.Quarantine) error       { return errBroken }
+
+func driftTool(externality string) mcp.Tool {
+	return mcp.Tool{Name: "lookup", Description: "Look up a word.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`),
+		Meta:        json.RawMessage(`{"dev.gatehouse/security":{"side_effect":"read_only","externality":"` + externality + `"}}`)}
+}
+
+// TestDriftStoreFailureHoldsInMemory: when the tool state cannot be
+// written, drift is still found and held for the rest of the run (fail
+// closed): the first listing's baseline and the hold are kept in the
+// gateway.
+func TestDriftStoreFailureHoldsInMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store toolstate.Store
+	}{{"working store", toolstate.NewMem()}, {"store writes fail", brokenStore{toolstate.NewMem()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriftTracker(Config{Policy: policy.Default(), Tools: tc.store, ServerID: "srv"}, slog.New(slog.DiscardHandler), nil, nil, nil)
+			facts := func(string) *toolFacts { return nil }
+			base := []mcp.Tool{driftTool("internal")}
+			d.observe(base, true, base, facts)
+			if cd := d.forCall("lookup", true); cd.decided {
+				t.Fatalf("the baseline itself: %+v", cd.verdict)
+			}
+			cur := []mcp.Tool{driftTool("external")}
+			held := d.observe(cur, true, cur, facts)
+			if !held["lookup"] {
+				t.Fatalf("critical drift not held: %v", held)
+			}
+			cd := d.forCall("lookup", true)
+			if !cd.decided || cd.verdict.Action != pipeline.Quarantine || cd.result == nil || cd.result.Severity != "critical" {
+				t.Fatalf("call after the drift: %+v %+v", cd.verdict, cd.result)
+			}
+		})
+	}
+}

@@ -79,6 +79,9 @@ type driftTracker struct {
 	polled    time.Time
 	reported  map[string]string // tool -> what its last drift event said
 	polling   atomic.Bool       // a poll runs
+	// unstored are the holds the store could not record: kept in force
+	// whatever the store says, for the rest of the run.
+	unstored map[string]bool
 }
 
 // baselineDef is a baseline with its definition read back.
@@ -177,6 +180,11 @@ func (d *driftTracker) reloadLocked() {
 // classifies the listed tools again against the baselines: a tool whose
 // listed definition is now its baseline (approved elsewhere) has no drift.
 func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, holds map[string]toolstate.Quarantine) {
+	for name := range d.unstored {
+		if _, ok := holds[name]; !ok {
+			holds[name] = d.holds[name]
+		}
+	}
 	d.baselines, d.holds, d.version = baselines, holds, v
 	d.polled = time.Now()
 	for name, td := range d.listed {
@@ -357,6 +365,7 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 				Severity: td.result.Severity.String(), Changes: td.result.Decisive(), By: d.by, Rule: rule, Reason: reason, At: now}
 			if err := d.store.Hold(ctx, q); err != nil {
 				d.log.Error("tool state: recording a quarantine failed; the tool is held in this gateway only", "err", err)
+				d.unstored = setFlag(d.unstored, t.Name)
 			}
 			d.holds[t.Name] = q
 		}
@@ -574,6 +583,7 @@ func (d *driftTracker) holdFromDecision(name, hash, rule, reason string) {
 	defer cancel()
 	if err := d.store.Hold(ctx, q); err != nil {
 		d.log.Error("tool state: recording a quarantine failed; the tool is held in this gateway only", "err", err)
+		d.unstored = setFlag(d.unstored, name)
 	}
 	d.holds[name] = q
 }
@@ -612,6 +622,14 @@ func (d *driftTracker) listing(page []mcp.Tool, held map[string]bool, facts func
 		}
 	}
 	return hide, mark
+}
+
+func setFlag(m map[string]bool, name string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[name] = true
+	return m
 }
 
 func setName(m map[string]string, name, v string) map[string]string {

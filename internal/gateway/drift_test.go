@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
@@ -56,6 +57,22 @@ func TestDriftStoreFailureHoldsInMemory(t *testing.T) {
 			cd := d.forCall("lookup", true)
 			if !cd.decided || cd.verdict.Action != pipeline.Quarantine || cd.result == nil || cd.result.Severity != "critical" {
 				t.Fatalf("call after the drift: %+v %+v", cd.verdict, cd.result)
+			}
+			// Another writer changes the store (its version moves): the
+			// reload keeps the hold the store never recorded.
+			m := tc.store.(interface{ Share() *toolstate.Mem })
+			if b, ok := tc.store.(brokenStore); ok {
+				m = b.Mem
+			}
+			if err := m.Share().Hold(context.Background(), toolstate.Quarantine{ServerID: "srv", Tool: "other", By: "alice", Reason: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			d.mu.Lock()
+			d.polled = time.Time{}
+			d.mu.Unlock()
+			d.poll()
+			if cd := d.forCall("lookup", true); cd.verdict.Action != pipeline.Quarantine {
+				t.Fatalf("after a reload: %+v", cd.verdict)
 			}
 		})
 	}

@@ -2,11 +2,15 @@ package audit
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"hash/maphash"
 	"sync"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 )
 
@@ -247,4 +251,28 @@ func (tc *toolCache) hash(c *gateway.Call) uint64 {
 		h.Write(b)
 	}
 	return h.Sum64()
+}
+
+// RecordTool appends one entry of kind (ledger.KindToolBaseline,
+// ledger.KindToolQuarantine) with payload v, encoded RFC 8785, under a new
+// audit_event_id, and waits until it is durable: the gateway's own
+// first-use baselines and holds (gateway.ToolRecorder; docs/drift.md). The
+// error says what could not be encoded or written.
+func (r *Recorder) RecordTool(kind string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("audit: encode %s: %w", kind, err)
+	}
+	payload, err := ledger.Canonicalize(raw)
+	if err != nil {
+		return fmt.Errorf("audit: encode %s: %w", kind, err)
+	}
+	wait, err := r.cfg.Ledger.EnqueueAll(context.Background(), []ledger.Record{{Kind: kind, RecordID: evidence.NewAuditEventID(), Payload: payload}})
+	if err != nil {
+		return fmt.Errorf("audit: append %s: %w", kind, err)
+	}
+	if _, err := wait(); err != nil {
+		return fmt.Errorf("audit: %s: %w", kind, err)
+	}
+	return nil
 }

@@ -541,7 +541,7 @@ var showActions = []string{"allow", "deny", "monitor", "redact", "quarantine"}
 
 // showKinds are the values of --kind: the entry kinds Gatehouse writes.
 var showKinds = []string{ledger.KindGatewayDecision, ledger.KindGatewayOutcome, ledger.KindSession, ledger.KindAuditEvent, ledger.KindServerReceipt,
-	ledger.KindToolApproval, ledger.KindToolQuarantine, ledger.KindToolRelease}
+	ledger.KindToolApproval, ledger.KindToolQuarantine, ledger.KindToolRelease, ledger.KindToolBaseline}
 
 func runLedgerShow(f *ledgerShowFlags, stdout, stderr io.Writer) error {
 	var since, until time.Time

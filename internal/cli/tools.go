@@ -168,80 +168,6 @@ func toolsLedger(ctx context.Context, dsn, keyFlag string, stderr io.Writer) (*l
 	return l, nil
 }
 
-// Payloads of the ledger entries of the tools commands (docs/drift.md,
-// "Review"; docs/ledger.md). Members are the toolstate field names; the
-// entry's record_id is an audit_event_id.
-
-// toolHoldRecord is a quarantine inside a ledger entry.
-type toolHoldRecord struct {
-	Hash          string   `json:"definition_hash,omitempty"`
-	Automatic     bool     `json:"automatic"`
-	Severity      string   `json:"severity,omitempty"`
-	Changes       []string `json:"changes,omitempty"`
-	QuarantinedBy string   `json:"quarantined_by"`
-	Rule          string   `json:"matched_rule,omitempty"`
-	Reason        string   `json:"reason"`
-	QuarantinedAt string   `json:"quarantined_at"`
-}
-
-func holdRecord(q *toolstate.Quarantine) *toolHoldRecord {
-	if q == nil {
-		return nil
-	}
-	return &toolHoldRecord{Hash: q.Hash, Automatic: q.Automatic, Severity: q.Severity, Changes: q.Changes,
-		QuarantinedBy: q.By, Rule: q.Rule, Reason: q.Reason, QuarantinedAt: ledgerTime(q.At)}
-}
-
-// toolApprovalRecord is the payload of a tool_approval entry.
-type toolApprovalRecord struct {
-	ServerID string `json:"server_id"`
-	Tool     string `json:"tool_name"`
-	Hash     string `json:"definition_hash"`
-	// PreviousHash and PreviousOrigin are the baseline replaced, absent
-	// when the tool had none.
-	PreviousHash   string `json:"previous_definition_hash,omitempty"`
-	PreviousOrigin string `json:"previous_origin,omitempty"`
-	// Severity and Changes are the drift of the approved definition from
-	// the previous baseline, as the gateway observed it.
-	Severity   string   `json:"severity,omitempty"`
-	Changes    []string `json:"changes,omitempty"`
-	ApprovedBy string   `json:"approved_by"`
-	Reason     string   `json:"reason"`
-	ApprovedAt string   `json:"approved_at"`
-	// Released is the automatic quarantine the approval lifted.
-	Released *toolHoldRecord `json:"released_quarantine,omitempty"`
-}
-
-// toolQuarantineRecord is the payload of a tool_quarantine entry.
-type toolQuarantineRecord struct {
-	ServerID string `json:"server_id"`
-	Tool     string `json:"tool_name"`
-	// Hash is the observed definition held; absent when none was
-	// observed (the tool is held by name).
-	Hash          string `json:"definition_hash,omitempty"`
-	QuarantinedBy string `json:"quarantined_by"`
-	Reason        string `json:"reason"`
-	QuarantinedAt string `json:"quarantined_at"`
-	// Replaced is the hold this one replaced.
-	Replaced *toolHoldRecord `json:"replaced_quarantine,omitempty"`
-}
-
-// toolReleaseRecord is the payload of a tool_release entry.
-type toolReleaseRecord struct {
-	ServerID   string          `json:"server_id"`
-	Tool       string          `json:"tool_name"`
-	ReleasedBy string          `json:"released_by"`
-	Reason     string          `json:"reason"`
-	ReleasedAt string          `json:"released_at"`
-	Released   *toolHoldRecord `json:"released_quarantine"`
-}
-
-// ledgerTime is t as the records write times: RFC 3339 in UTC with
-// microseconds (toolstate.TimeResolution).
-func ledgerTime(t time.Time) string {
-	return t.UTC().Truncate(toolstate.TimeResolution).Format("2006-01-02T15:04:05.000000Z")
-}
-
 // appendToolRecord appends one entry of kind with payload v (RFC 8785) to
 // l under a new audit_event_id, closes l (signing a checkpoint covering
 // it) and returns the entry. done says what was already changed, for the
@@ -483,7 +409,7 @@ control and format characters as \uXXXX.
 It ends with the hash of the listed definition and the command that
 approves exactly it:
 
-  approve with: gatehouse tools approve SERVER TOOL --hash sha256:...
+  approve with: gatehouse tools approve SERVER TOOL --hash sha256:... --by NAME --reason ...
   definition_hash: sha256:...
 
 approve refuses that hash if the definition changes again in between.
@@ -608,7 +534,7 @@ func toolsDiff(w io.Writer, st toolstate.ToolState, paint bool) error {
 	}
 	fmt.Fprintf(w, "observed %s by %s at %s (severity %s as the gateway recorded it)\n", obs.Hash, shown(obs.By), tableTime(obs.At), shown(obs.Severity))
 	hold()
-	fmt.Fprintf(w, "approve with: gatehouse tools approve %s %s --hash %s --reason ...\n", shellWord(server), shellWord(tool), obs.Hash)
+	fmt.Fprintf(w, "approve with: gatehouse tools approve %s %s --hash %s --by NAME --reason ...\n", shellWord(server), shellWord(tool), obs.Hash)
 	_, err = fmt.Fprintf(w, "definition_hash: %s\n", obs.Hash)
 	return err
 }
@@ -682,7 +608,7 @@ read or written, 64 usage.`,
 				}
 				return &exitError{code: toolsExitUnreadable, err: fmt.Errorf("tools approve: %w", err)}
 			}
-			rec := toolApprovalRecord{ServerID: server, Tool: tool, Hash: b.Hash, ApprovedBy: b.By, Reason: b.Reason, ApprovedAt: ledgerTime(b.At)}
+			rec := toolstate.ApprovalRecord{ServerID: server, Tool: tool, Hash: b.Hash, ApprovedBy: b.By, Reason: b.Reason, ApprovedAt: toolstate.LedgerTime(b.At)}
 			if pb := before.Baseline; pb != nil {
 				rec.PreviousHash, rec.PreviousOrigin = pb.Hash, pb.Origin
 			}
@@ -691,7 +617,7 @@ read or written, 64 usage.`,
 			}
 			after, aerr := s.Tool(ctx, server, tool)
 			if q := before.Quarantine; q != nil && aerr == nil && after.Quarantine == nil {
-				rec.Released = holdRecord(q)
+				rec.Released = toolstate.HoldRecordOf(q)
 			}
 			done := fmt.Sprintf("tools approve: tool %q of server %q was approved (baseline %s)", tool, server, b.Hash)
 			e, err := appendToolRecord(ctx, l, ledger.KindToolApproval, rec, done)
@@ -767,8 +693,8 @@ Exit status: 0 held, 2 the state or the ledger cannot be read or written,
 				l.Close(ctx)
 				return &exitError{code: toolsExitUnreadable, err: fmt.Errorf("tools quarantine: %w", err)}
 			}
-			rec := toolQuarantineRecord{ServerID: server, Tool: tool, Hash: q.Hash, QuarantinedBy: q.By, Reason: q.Reason,
-				QuarantinedAt: ledgerTime(q.At), Replaced: holdRecord(before.Quarantine)}
+			rec := toolstate.QuarantineRecord{ServerID: server, Tool: tool, Hash: q.Hash, QuarantinedBy: q.By, Reason: q.Reason,
+				QuarantinedAt: toolstate.LedgerTime(q.At), Replaced: toolstate.HoldRecordOf(before.Quarantine)}
 			done := fmt.Sprintf("tools quarantine: tool %q of server %q was quarantined", tool, server)
 			e, err := appendToolRecord(ctx, l, ledger.KindToolQuarantine, rec, done)
 			if err != nil {
@@ -841,8 +767,8 @@ Exit status: 0 released, 1 the tool is not quarantined (nothing changed),
 				}
 				return &exitError{code: toolsExitUnreadable, err: fmt.Errorf("tools release: %w", err)}
 			}
-			rec := toolReleaseRecord{ServerID: server, Tool: tool, ReleasedBy: f.by, Reason: f.reason,
-				ReleasedAt: ledgerTime(time.Now()), Released: holdRecord(&q)}
+			rec := toolstate.ReleaseRecord{ServerID: server, Tool: tool, ReleasedBy: f.by, Reason: f.reason,
+				ReleasedAt: toolstate.LedgerTime(time.Now()), Released: toolstate.HoldRecordOf(&q)}
 			done := fmt.Sprintf("tools release: tool %q of server %q was released", tool, server)
 			e, err := appendToolRecord(ctx, l, ledger.KindToolRelease, rec, done)
 			if err != nil {

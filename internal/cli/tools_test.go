@@ -366,7 +366,7 @@ func TestToolsDiff(t *testing.T) {
 		"baseline " + f.baseHash + ": first_use by gw-1 at ",
 		"observed " + f.curHash + " by gw-1 at ",
 		"quarantined (drift): definition " + f.curHash + ", by gw-1 at ",
-		"approve with: gatehouse tools approve srv publish_artifact --hash " + f.curHash + " --reason ...\n",
+		"approve with: gatehouse tools approve srv publish_artifact --hash " + f.curHash + " --by NAME --reason ...\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("diff lacks %q:\n%s", want, out)
@@ -454,8 +454,8 @@ func TestToolsApprove(t *testing.T) {
 			t.Errorf("payload %s = %v, want %v", k, p[k], v)
 		}
 	}
-	if at, _ := p["approved_at"].(string); at != ledgerTime(st.Baseline.At) {
-		t.Errorf("approved_at %q, want %q", at, ledgerTime(st.Baseline.At))
+	if at, _ := p["approved_at"].(string); at != toolstate.LedgerTime(st.Baseline.At) {
+		t.Errorf("approved_at %q, want %q", at, toolstate.LedgerTime(st.Baseline.At))
 	}
 	if rel, _ := p["released_quarantine"].(map[string]any); rel["automatic"] != true || rel["quarantined_by"] != "gw-1" || rel["matched_rule"] != "drift" {
 		t.Errorf("released_quarantine %v", p["released_quarantine"])

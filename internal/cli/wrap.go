@@ -124,7 +124,7 @@ server; decisions go to the decision log.`,
 	fl.StringVar(&f.receiptKeys, "receipt-keys", "", "keys that verify server security receipts, per server_id (YAML or JSON, docs/evidence.md)")
 	fl.StringVar(&f.requireRcpts, "require-receipts", "", "what a missing or unverified server receipt does: none, present or verified (default: the policy's receipts.require for this server, else none)")
 	fl.StringVar(&f.gatewayID, "gateway-id", "", "this gateway's id in its decision receipts (default: the host name)")
-	fl.StringVar(&f.baseline, "baseline", "", "how tool baselines are taken: first-use (a tool's first listing is its baseline) or require (only gatehouse tools approve sets one; a tool never approved is refused); default: the policy's drift.baseline, else first-use")
+	fl.StringVar(&f.baseline, "baseline", "", "how tool baselines are taken: first_use (a tool's first listing is its baseline; first-use also accepted) or require (only gatehouse tools approve sets one; a tool never approved is refused); default: the policy's drift.baseline, else first_use")
 	fl.BoolVar(&f.shadow, "shadow", false, "shadow mode: evaluate and record every verdict (policy, scanning, unknown tools, receipts) and enforce none; the server and the client get what they would with a policy that allows everything (docs/policy.md, \"Shadow mode\"; also defaults.mode: shadow)")
 	fl.BoolVar(&f.noScan, "no-scan", false, "do not scan arguments, responses and tool definitions for secrets, personal data, prompt injection and poisoning (the policy's scanning block then has no effect)")
 	return cmd
@@ -346,7 +346,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	case policy.BaselineRequire:
 		cfg.Baseline = policy.BaselineRequire
 	default:
-		return configError("--baseline %q: want first-use or require", f.baseline)
+		return configError("--baseline %q: want first_use or require", f.baseline)
 	}
 	if !f.noLedger {
 		// The tool baselines and holds live beside the ledger, in the

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/decisionlog"
 	"github.com/gatehouse-mcp/gatehouse/internal/drift"
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
+	"github.com/gatehouse-mcp/gatehouse/internal/linesafe"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
@@ -29,14 +30,31 @@ const (
 	// RuleBaselineRequired: --baseline require, and the tool has no
 	// approved baseline.
 	RuleBaselineRequired = "baseline_required"
-	// RuleQuarantined: a hold a person placed (gatehouse tools
-	// quarantine).
-	RuleQuarantined = "quarantined"
+	// RuleManualHold: a hold a person placed (gatehouse tools
+	// quarantine); gatehouse tools list shows it as "manual" too.
+	RuleManualHold = "manual"
 )
 
 // CodeQuarantined is the JSON-RPC error code of a tools/call the gateway
 // answered because the tool is quarantined (docs/drift.md).
 const CodeQuarantined = -32084
+
+// ToolRecorder is an Evidence that also records the gateway's own tool
+// states in the audit ledger (audit.Recorder): a first-use baseline
+// (ledger kind tool_baseline, a toolstate.BaselineRecord) and a hold
+// (tool_quarantine, a toolstate.QuarantineRecord). RecordTool returns once
+// the entry is durable, or the error.
+type ToolRecorder interface {
+	RecordTool(kind string, v any) error
+}
+
+// Ledger kinds of the records a ToolRecorder writes (internal/ledger's
+// KindToolBaseline and KindToolQuarantine; the gateway does not import
+// the ledger).
+const (
+	kindToolBaseline   = "tool_baseline"
+	kindToolQuarantine = "tool_quarantine"
+)
 
 // drift statuses of a listed tool (policy.DriftStatuses).
 const (
@@ -68,7 +86,8 @@ type driftTracker struct {
 	directives func(mcp.Tool) []string
 	log        *slog.Logger
 	emit       func(decisionlog.Drift)
-	changed    func() // the catalog's cached decisions no longer hold
+	records    ToolRecorder // nil without the audit ledger
+	changed    func()       // the catalog's cached decisions no longer hold
 	pollEvery  time.Duration
 
 	mu        sync.Mutex
@@ -126,6 +145,7 @@ func newDriftTracker(cfg Config, log *slog.Logger, emit func(decisionlog.Drift),
 	if d.pollEvery <= 0 {
 		d.pollEvery = defaultPollEvery
 	}
+	d.records, _ = cfg.Evidence.(ToolRecorder)
 	if d.by == "" {
 		d.by = "gatehouse"
 	}
@@ -330,12 +350,15 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 				}
 				mine := toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
 					Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now}
-				b, _, err := d.store.FirstUse(ctx, mine)
+				b, won, err := d.store.FirstUse(ctx, mine)
 				if err != nil {
 					// Kept for this run: drift from it is still found
 					// (and held) while the gateway runs.
 					d.log.Error("tool state: recording a first-use baseline failed; it is kept in this gateway only", "err", err)
 					b = mine
+				} else if won {
+					d.record(kindToolBaseline, toolstate.BaselineRecord{ServerID: d.serverID, Tool: t.Name, Hash: b.Hash,
+						Origin: b.Origin, ApprovedBy: b.By, ApprovedAt: toolstate.LedgerTime(b.At)})
 				}
 				if bt, err := drift.Parse(b.Definition); err == nil {
 					d.baselines[t.Name] = baselineDef{b: b, tool: bt}
@@ -363,11 +386,7 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 		if _, ok := d.holds[t.Name]; !ok && rule != "" && !d.shadow {
 			q := toolstate.Quarantine{ServerID: d.serverID, Tool: t.Name, Hash: td.hash, Automatic: true,
 				Severity: td.result.Severity.String(), Changes: td.result.Decisive(), By: d.by, Rule: rule, Reason: reason, At: now}
-			if err := d.store.Hold(ctx, q); err != nil {
-				d.log.Error("tool state: recording a quarantine failed; the tool is held in this gateway only", "err", err)
-				d.unstored = setFlag(d.unstored, t.Name)
-			}
-			d.holds[t.Name] = q
+			d.placeLocked(ctx, q)
 		}
 		if _, ok := d.holds[t.Name]; ok {
 			held[t.Name] = true
@@ -514,7 +533,7 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 	if q, ok := d.holds[name]; ok {
 		rule := q.Rule
 		if rule == "" {
-			rule = RuleQuarantined
+			rule = RuleManualHold
 		}
 		reason := q.Reason
 		if reason == "" {
@@ -581,11 +600,33 @@ func (d *driftTracker) holdFromDecision(name, hash, rule, reason string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
+	d.placeLocked(ctx, q)
+}
+
+// placeLocked holds q.Tool (d.mu held): in the store (a hold it cannot
+// record stays in force in this gateway for the run), in the audit ledger
+// (a tool_quarantine entry) and on stderr.
+func (d *driftTracker) placeLocked(ctx context.Context, q toolstate.Quarantine) {
 	if err := d.store.Hold(ctx, q); err != nil {
 		d.log.Error("tool state: recording a quarantine failed; the tool is held in this gateway only", "err", err)
-		d.unstored = setFlag(d.unstored, name)
+		d.unstored = setFlag(d.unstored, q.Tool)
 	}
-	d.holds[name] = q
+	d.holds[q.Tool] = q
+	d.log.Warn("tool quarantined: its calls are answered by the gateway until it is reviewed (gatehouse tools diff, approve or release)",
+		"server", linesafe.Text(q.ServerID), "tool", linesafe.Text(q.Tool), "rule", linesafe.Text(q.Rule), "severity", q.Severity)
+	d.record(kindToolQuarantine, toolstate.QuarantineRecord{ServerID: q.ServerID, Tool: q.Tool, Hash: q.Hash, Automatic: true,
+		Severity: q.Severity, Changes: q.Changes, Rule: q.Rule, QuarantinedBy: q.By, Reason: q.Reason, QuarantinedAt: toolstate.LedgerTime(q.At)})
+}
+
+// record writes one of the gateway's tool-state records to the audit
+// ledger, when it is on; a failure is logged (the state is in the store).
+func (d *driftTracker) record(kind string, v any) {
+	if d.records == nil {
+		return
+	}
+	if err := d.records.RecordTool(kind, v); err != nil {
+		d.log.Error("audit ledger: recording "+kind+" failed", "err", err)
+	}
 }
 
 // listing returns what the client's tools/list shows of the page's tools:
@@ -708,7 +749,8 @@ func driftJSON(r *evidence.DriftResult) json.RawMessage {
 // the diagnostic logger).
 func (s *Session) emitDrift(ev decisionlog.Drift) {
 	if s.cfg.Log == nil {
-		s.log.Warn("tools/list: tool drift", "status", ev.Status, "severity", ev.Severity, "action", ev.Action, "held", ev.Held)
+		s.log.Warn("tools/list: tool drift", "server", linesafe.Text(ev.ServerID), "tool", linesafe.Text(ev.Tool), "status", ev.Status,
+			"severity", ev.Severity, "action", ev.Action, "changes", strings.Join(ev.Changes, ","), "held", ev.Held)
 		return
 	}
 	if _, err := s.cfg.Log.Emit(decisionlog.TypeDrift, ev); err != nil {

@@ -90,10 +90,13 @@ const (
 	// KindToolApproval, KindToolQuarantine and KindToolRelease record a
 	// person's review of a tool (gatehouse tools approve, quarantine and
 	// release; docs/drift.md, "Review"): who, why, and the definition
-	// hash concerned. The entry's record_id is an audit_event_id.
+	// hash concerned; a gateway's own holds are tool_quarantine entries
+	// too, and its first-use baselines KindToolBaseline. The entry's
+	// record_id is an audit_event_id.
 	KindToolApproval   = "tool_approval"
 	KindToolQuarantine = "tool_quarantine"
 	KindToolRelease    = "tool_release"
+	KindToolBaseline   = "tool_baseline"
 )
 
 // Limits on what Append accepts, in bytes.

@@ -111,6 +111,10 @@ func (p *parser) driftBlock(n *yaml.Node, pol *Policy) {
 	}
 	f := p.fields(n, "", where, "baseline", "actions", "added", "renamed", "listing", "hide_denied")
 	if e, ok := f["baseline"]; ok {
+		if e.val.Kind == yaml.ScalarNode && e.val.Value == "first-use" {
+			// The spelling of wrap --baseline's help before this one.
+			e.val.Value = BaselineFirstUse
+		}
 		if s, ok := p.enum(e, "", where, BaselineFirstUse, BaselineRequire); ok {
 			pol.drift.Baseline = s
 		}

@@ -20,6 +20,9 @@ func TestDriftBlock(t *testing.T) {
 	if d.Actions["high"] != ActionQuarantine || d.Actions["minor"] != ActionAllow || d.Actions["critical"] != ActionQuarantine {
 		t.Errorf("set actions: %v", d.Actions)
 	}
+	if b := mustParse(t, "name: p\nversion: '1'\ndrift:\n  baseline: first-use\n").Drift().Baseline; b != BaselineFirstUse {
+		t.Errorf("baseline: first-use (wrap --baseline's spelling) read as %q", b)
+	}
 	// Drift returns a copy: the policy is immutable.
 	d.Actions["critical"] = ActionAllow
 }

@@ -271,6 +271,15 @@ func TestDraftExampleFlow(t *testing.T) {
 		t.Errorf("drift event: %v", d)
 	}
 
+	// The gateway's own tool states are in the ledger too: the first-use
+	// baselines and the hold, naming the rule.
+	if bs := ledgerPayloads(t, r.state, "tool_baseline"); len(bs) != 2 || bs[0]["origin"] != "first_use" || bs[0]["approved_by"] != "interlock-local" {
+		t.Errorf("tool_baseline entries: %v", bs)
+	}
+	if qs := ledgerPayloads(t, r.state, "tool_quarantine"); len(qs) != 1 || qs[0]["tool_name"] != "publish_artifact" || qs[0]["automatic"] != true ||
+		qs[0]["matched_rule"] != "high_risk_externality_drift" || qs[0]["severity"] != "critical" || qs[0]["quarantined_by"] != "interlock-local" {
+		t.Errorf("tool_quarantine entries: %v", qs)
+	}
 	var decision map[string]any
 	for _, p := range ledgerPayloads(t, r.state, "gateway_decision") {
 		if p["tool_name"] == "publish_artifact" {

@@ -41,6 +41,7 @@ const (
 	typeRejected = "gatehouse.frame.rejected.v1"
 	typeRefused  = "gatehouse.tool.refused.v1"
 	typeScanned  = "gatehouse.scan.v1"
+	typeDrift    = "gatehouse.drift.v1"
 )
 
 // event is the part of a decision-log line that logview shows.
@@ -216,6 +217,28 @@ func row(w io.Writer, ev event, raw map[string]json.RawMessage) {
 			found = append(found, linesafe.Text(f.Rule)+" at "+linesafe.Text(f.Path))
 		}
 		fmt.Fprintf(w, "%s\tscanned %s\t%s\t%s\tscanning\t%s\t\t%s\n", ts, orDash(linesafe.Text(data.Method)), d.Tool, strings.ToUpper(linesafe.Text(data.Action)), id, strings.Join(found, "; "))
+	case typeDrift:
+		// A listed tool that drifted from its baseline: its status,
+		// severity and the changes that decided it, and whether it is
+		// held.
+		var data struct {
+			Status   string   `json:"status"`
+			Severity string   `json:"severity"`
+			Action   string   `json:"action"`
+			Changes  []string `json:"changes"`
+			Held     bool     `json:"held"`
+		}
+		_ = json.Unmarshal(raw["data"], &data)
+		action := strings.ToUpper(linesafe.Text(data.Action))
+		if data.Held {
+			action = "HELD"
+		}
+		var changes []string
+		for _, c := range data.Changes {
+			changes = append(changes, linesafe.Text(c))
+		}
+		fmt.Fprintf(w, "%s\tdrift %s\t%s\t%s\t%s\t\t\t%s: %s\n", ts, orDash(linesafe.Text(data.Status)), d.Tool, action, orDash(d.MatchedRule),
+			orDash(linesafe.Text(data.Severity)), strings.Join(changes, ", "))
 	case typeStart:
 		fmt.Fprintf(w, "%s\tsession start\t\t\t\t\t\tpolicy %s\n", ts, orDash(d.PolicyName))
 	case typeStop:

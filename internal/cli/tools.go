@@ -532,7 +532,15 @@ func toolsDiff(w io.Writer, st toolstate.ToolState, paint bool) error {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "observed %s by %s at %s (severity %s as the gateway recorded it)\n", obs.Hash, shown(obs.By), tableTime(obs.At), shown(obs.Severity))
+	recorded := make([]string, len(obs.Changes))
+	for i, c := range obs.Changes {
+		recorded[i] = shown(c)
+	}
+	fmt.Fprintf(w, "observed %s by %s at %s; as the gateway classified it under its policy: severity %s, changes %s\n",
+		obs.Hash, shown(obs.By), tableTime(obs.At), shown(obs.Severity), orNone(strings.Join(recorded, ", ")))
+	if st.Baseline == nil {
+		fmt.Fprintln(w, "no baseline: under --baseline require every call to it is denied (baseline_required) until it is approved")
+	}
 	hold()
 	fmt.Fprintf(w, "approve with: gatehouse tools approve %s %s --hash %s --by NAME --reason ...\n", shellWord(server), shellWord(tool), obs.Hash)
 	_, err = fmt.Fprintf(w, "definition_hash: %s\n", obs.Hash)
@@ -786,4 +794,12 @@ Exit status: 0 released, 1 the tool is not quarantined (nothing changed),
 	f.add(c, "releases")
 	toolsUsageErrors(c)
 	return c
+}
+
+// orNone is s, or "(none)" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

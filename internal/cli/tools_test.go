@@ -359,7 +359,7 @@ func TestToolsDiff(t *testing.T) {
 		"current  " + f.curHash + "\n",
 		"\n-      \"externality\": \"internal\",\n",
 		"\n+      \"externality\": \"external\",\n",
-		"drift critical, action quarantine",
+		"drift critical, default action quarantine",
 		"externality_changed_to_external",
 		"effect_added_share",
 		"scope_added_external_share",

@@ -113,7 +113,9 @@ func Render(w io.Writer, base, cur mcp.Tool, r Result, color bool) error {
 		}
 		return ""
 	}
-	fmt.Fprintf(bw, "drift %s, action %s, %d change(s)\n", paint(sevColor(r.Severity), r.Severity.String()), linesafe.Text(r.Action), len(r.Changes))
+	// The action is r's (Options.Actions, by default drift.DefaultActions):
+	// a gateway's policy may say otherwise, so it is named as such.
+	fmt.Fprintf(bw, "drift %s, default action %s, %d change(s)\n", paint(sevColor(r.Severity), r.Severity.String()), linesafe.Text(r.Action), len(r.Changes))
 	width := 0
 	for _, c := range r.Changes {
 		width = max(width, len(linesafe.Text(c.Kind)))

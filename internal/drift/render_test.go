@@ -80,7 +80,7 @@ func TestRenderIdentical(t *testing.T) {
 	if err := Render(&buf, base, base, Compare(base, base, Options{}), true); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "definitions are identical") || !strings.Contains(buf.String(), "drift none, action allow, 0 change(s)") {
+	if !strings.Contains(buf.String(), "definitions are identical") || !strings.Contains(buf.String(), "drift none, default action allow, 0 change(s)") {
 		t.Errorf("got:\n%s", buf.String())
 	}
 }

@@ -133,7 +133,7 @@ echo "inclusion proof for entry $seq: $tmp/proof.json"
 "$gh" ledger verify-proof --key "$XDG_STATE_HOME/gatehouse/ledger.vkey" --proof "$tmp/proof.json" ||
 	fail "the inclusion proof does not verify"
 
-step "Drift: the source document's Example Flow (a read-only, internal tool re-listed with external sharing)"
+step "Drift: a server upgrade re-lists a read-only, internal tool with external sharing"
 # The same real client, now in front of the project's scriptable test
 # server, whose tool list this demo edits between runs, as a server upgrade
 # would.
@@ -152,8 +152,10 @@ drift_client() {
 	scripts/inspector "$@" -- "${drift_wrap[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
 	return $rc
 }
+echo "$ inspector --method tools/list -- gatehouse wrap --policy examples/policies/drift-review.yaml ... -- fakeserver --tools tools.json"
 drift_client --method tools/list || { cat "$tmp/err"; fail "tools/list failed"; }
 echo "first listing: publish_artifact's definition is its baseline (first use)"
+echo "(the server is upgraded: tools.json now declares export/share, external reach, new arguments)"
 printf '[%s]\n' "$(cat "$fixtures/publish_artifact.current.json")" >"$tmp/tools.json"
 drift_client --method tools/list || { cat "$tmp/err"; fail "tools/list failed"; }
 grep -o '"description": *"\[QUARANTINED[^"]*' "$tmp/out" || fail "the drifted tool is not marked quarantined"
@@ -169,7 +171,7 @@ step "Review: gatehouse tools list and diff"
 hash="$(sed -n 's/^definition_hash: //p' "$tmp/diff")"
 [[ -n "$hash" ]] || fail "tools diff printed no definition hash"
 
-step "The gateway decision receipt of the held call, as the draft writes it"
+step "The audit ledger's record of the held call (its gateway decision receipt)"
 "$gh" ledger show --tool publish_artifact --kind gateway_decision --json | head -n 1 |
 	grep -o '"payload":.*' | cut -c1-1200
 "$gh" ledger show --tool publish_artifact --kind gateway_decision --json | head -n 1 |

@@ -266,31 +266,15 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 		// First use: every listed tool without a baseline gets one,
 		// except a rename (it stays flagged until approved).
 		if d.settings.Baseline == policy.BaselineFirstUse {
-			for _, t := range all {
-				td := d.listed[t.Name]
-				if _, ok := d.baselines[t.Name]; ok || td == nil || td.status == driftRenamed || td.hash == "" {
-					continue
-				}
-				def, err := drift.Canonical(t)
-				if err != nil {
-					continue
-				}
-				b, _, err := d.store.FirstUse(ctx, toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
-					Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now})
-				if err != nil {
-					d.log.Error("tool state: recording a first-use baseline failed", "err", err)
-					continue
-				}
-				if bt, err := drift.Parse(b.Definition); err == nil {
-					d.baselines[t.Name] = baselineDef{b: b, tool: bt}
-				}
-				if b.Hash != td.hash {
-					// Another gateway's first use won with another
-					// definition: this one is drift from it.
-					td.status, td.result = driftChanged, drift.Compare(d.baselines[t.Name].tool, t, opts)
-				}
-			}
+			d.firstUseLocked(ctx, all, opts, now)
 		}
+	} else if !hadBaselines && d.settings.Baseline == policy.BaselineFirstUse {
+		// A listing the client never completes (it reads the first page
+		// only, say) still takes first-use baselines of the tools it
+		// lists, so that their drift in a later listing is found. Only
+		// while the server has no baselines at all: then no listed tool
+		// can be a rename, which only a complete listing could tell.
+		d.firstUseLocked(ctx, page, opts, now)
 	}
 
 	// Holds, and what the listing says.
@@ -346,6 +330,38 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 		}
 	}
 	return held
+}
+
+// firstUseLocked records a first-use baseline for every listed tool of
+// tools without one (d.listed holds their drift), except a rename or a
+// definition that cannot be canonicalized (d.mu held). Another gateway's
+// first use winning with another definition makes the tool's drift
+// changed from that definition.
+func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opts drift.Options, now time.Time) {
+	for _, t := range tools {
+		td := d.listed[t.Name]
+		if _, ok := d.baselines[t.Name]; ok || td == nil || td.status == driftRenamed || td.hash == "" {
+			continue
+		}
+		def, err := drift.Canonical(t)
+		if err != nil {
+			continue
+		}
+		b, _, err := d.store.FirstUse(ctx, toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
+			Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now})
+		if err != nil {
+			d.log.Error("tool state: recording a first-use baseline failed", "err", err)
+			continue
+		}
+		if bt, err := drift.Parse(b.Definition); err == nil {
+			d.baselines[t.Name] = baselineDef{b: b, tool: bt}
+		}
+		if b.Hash != td.hash {
+			// Another gateway's first use won with another
+			// definition: this one is drift from it.
+			td.status, td.result = driftChanged, drift.Compare(d.baselines[t.Name].tool, t, opts)
+		}
+	}
 }
 
 // renamedTo reports whether a listed tool is the rename of old.

@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// firstPage lists the first page of tools/list only, as a client that
+// fetches further pages lazily (or never) does.
+func (r *driftRun) firstPage() map[string]*mcp.Tool {
+	r.t.Helper()
+	res, err := r.cs.ListTools(context.Background(), &mcp.ListToolsParams{})
+	if err != nil {
+		r.t.Fatalf("tools/list: %v\n%s", err, r.stderr)
+	}
+	if res.NextCursor == "" {
+		r.t.Fatalf("tools/list: one page only; the test needs more")
+	}
+	out := map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		out[tl.Name] = tl
+	}
+	return out
+}
+
+// TestDriftFoundForPageOneClient: a client that only ever reads the first
+// page of a paginated tools/list (it never completes a listing) still gets
+// the first-use baseline taken, so a critical drift of a page-1 tool in
+// the next listing is held, not forwarded.
+func TestDriftFoundForPageOneClient(t *testing.T) {
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	define := declared("define", "Define a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	external := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), with(readOnlyInternal, "externality", "external"))
+	dir := t.TempDir()
+	r := startDriftServer(t, dir, []map[string]any{lookup, define}, []map[string]any{external, define}, 1, []string{"--page-size", "1"})
+	r.firstPage()
+	second := r.firstPage()
+	if !strings.HasPrefix(second["lookup"].Description, "[QUARANTINED") {
+		t.Errorf("the drifted lookup is listed unmarked: %q", second["lookup"].Description)
+	}
+	if msg := r.call("lookup", obj{"word": "x"}); !strings.Contains(msg, "quarantined") {
+		t.Errorf("call to the drifted lookup: %q, want it quarantined", msg)
+	}
+	r.close()
+	if slices.Contains(r.serverCalls(), "lookup") {
+		t.Errorf("the call to the drifted lookup reached the server")
+	}
+}

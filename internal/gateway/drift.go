@@ -31,6 +31,11 @@ const (
 	// RuleQuarantined: a hold a person placed (gatehouse tools
 	// quarantine).
 	RuleQuarantined = "quarantined"
+	// RuleToolStateUnavailable: the tool-state store has not been read
+	// successfully since the session started, so its holds and
+	// baselines are unknown: no call is forwarded until they are (fail
+	// closed).
+	RuleToolStateUnavailable = "tool_state_unavailable"
 )
 
 // CodeQuarantined is the JSON-RPC error code of a tools/call the gateway
@@ -75,6 +80,7 @@ type driftTracker struct {
 	holds     map[string]toolstate.Quarantine
 	listed    map[string]*toolDrift
 	version   int64
+	loaded    bool // the store's state was read once (reloadLocked)
 	polled    time.Time
 	reported  map[string]string // tool -> what its last drift event said
 }
@@ -158,7 +164,7 @@ func (d *driftTracker) reloadLocked() {
 			holds[s.Tool] = *s.Quarantine
 		}
 	}
-	d.baselines, d.holds, d.version = baselines, holds, v
+	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
 	d.polled = time.Now()
 }
 
@@ -175,7 +181,7 @@ func (d *driftTracker) poll() {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	v, err := d.store.Version(ctx)
 	cancel()
-	if err != nil || v == d.version {
+	if err != nil || (v == d.version && d.loaded) {
 		d.mu.Unlock()
 		if err != nil {
 			d.log.Error("tool state: polling the store failed", "err", err)
@@ -456,6 +462,13 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out callDrift
+	if !d.loaded {
+		// The holds are unknown: a held tool must not be called.
+		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleToolStateUnavailable, ReasonCode: RuleToolStateUnavailable,
+			Reason: "the tool state (baselines and quarantines) could not be read; no call is forwarded until it is", Code: CodeDenied}
+		out.decided = true
+		return out
+	}
 	td := d.listed[name]
 	if td != nil && known {
 		out.hash = td.hash

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -48,5 +50,39 @@ func TestDriftFoundForPageOneClient(t *testing.T) {
 	r.close()
 	if slices.Contains(r.serverCalls(), "lookup") {
 		t.Errorf("the call to the drifted lookup reached the server")
+	}
+}
+
+// TestHoldKeptWhenStateUnreadable: a tool a person quarantined stays held
+// when the gateway starts over a tool state it cannot read (here one
+// unrelated row the store refuses): the gateway does not know the holds,
+// so it forwards no call until it has read them.
+func TestHoldKeptWhenStateUnreadable(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("sqlite3 not installed")
+	}
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	define := declared("define", "Define a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	tools := []map[string]any{lookup, define}
+	dir := t.TempDir()
+	state, key := filepath.Join(dir, "state.db"), filepath.Join(dir, "ledger.skey")
+	ensureLedgerKey(t, key)
+	r := startDriftState(t, filepath.Join(dir, "1"), state, key, tools)
+	r.list()
+	r.close()
+	gatehouseOK(t, "tools", "quarantine", r.serverID, "lookup", "--state", state, "--ledger-key", key, "--by", "oncall", "--reason", "incident 42")
+	// One baseline row whose time the store cannot read: Tools fails.
+	out, err := exec.Command("sqlite3", state, `UPDATE tool_baselines SET approved_at = 'not a time' WHERE tool = 'define'`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sqlite3: %v: %s", err, out)
+	}
+	r2 := startDriftState(t, filepath.Join(dir, "2"), state, key, tools)
+	r2.list()
+	if msg := r2.call("lookup", obj{"word": "x"}); msg == "" {
+		t.Errorf("the quarantined lookup was called while the tool state could not be read")
+	}
+	r2.close()
+	if slices.Contains(r2.serverCalls(), "lookup") {
+		t.Errorf("the call to the quarantined lookup reached the server")
 	}
 }

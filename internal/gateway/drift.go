@@ -155,7 +155,13 @@ func (d *driftTracker) reloadLocked() {
 		if s.Baseline != nil {
 			t, err := drift.Parse(s.Baseline.Definition)
 			if err != nil {
-				d.log.Error("tool state: a stored baseline cannot be read; the tool is treated as having none", "tool_bytes", len(s.Tool), "err", err)
+				// Not a tool without a baseline (that would be added,
+				// or taken again on first use): its drift is unknown,
+				// so it is held, in this gateway, until a person
+				// approves a definition again.
+				d.log.Error("tool state: a stored baseline cannot be read; the tool is held until it is approved again", "tool_bytes", len(s.Tool), "err", err)
+				holds[s.Tool] = toolstate.Quarantine{ServerID: d.serverID, Tool: s.Tool, Automatic: true, By: d.by, Rule: RuleToolStateUnavailable,
+					Reason: "the tool's stored baseline cannot be read; approve it again (gatehouse tools approve)"}
 			} else {
 				baselines[s.Tool] = baselineDef{b: *s.Baseline, tool: t}
 			}

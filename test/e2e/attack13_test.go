@@ -86,3 +86,35 @@ func TestHoldKeptWhenStateUnreadable(t *testing.T) {
 		t.Errorf("the call to the quarantined lookup reached the server")
 	}
 }
+
+// TestUnreadableBaselineNotFirstUse: a stored baseline whose definition
+// cannot be read is not a tool without a baseline: the tool, drifted to
+// critical since, is not forwarded as "added" (monitor), and its
+// unreadable baseline is not silently replaced.
+func TestUnreadableBaselineNotFirstUse(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("sqlite3 not installed")
+	}
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	define := declared("define", "Define a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	external := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), with(readOnlyInternal, "externality", "external"))
+	dir := t.TempDir()
+	state, key := filepath.Join(dir, "state.db"), filepath.Join(dir, "ledger.skey")
+	ensureLedgerKey(t, key)
+	r := startDriftState(t, filepath.Join(dir, "1"), state, key, []map[string]any{lookup, define})
+	r.list()
+	r.close()
+	out, err := exec.Command("sqlite3", state, `UPDATE tool_baselines SET definition = X'7B7D7B' WHERE tool = 'lookup'`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sqlite3: %v: %s", err, out)
+	}
+	r2 := startDriftState(t, filepath.Join(dir, "2"), state, key, []map[string]any{external, define})
+	r2.list()
+	if msg := r2.call("lookup", obj{"word": "x"}); msg == "" {
+		t.Errorf("lookup, whose baseline cannot be read, drifted to external: forwarded")
+	}
+	r2.close()
+	if slices.Contains(r2.serverCalls(), "lookup") {
+		t.Errorf("the call to lookup reached the server")
+	}
+}

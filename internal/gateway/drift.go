@@ -460,10 +460,13 @@ type callDrift struct {
 	warnings []string
 }
 
-// forCall returns what tool name's drift decides for a call: a hold
-// quarantines it; else an added tool under --baseline require is denied;
-// else the drift block's action for its status and severity applies.
-func (d *driftTracker) forCall(name string, known bool) callDrift {
+// forCall returns what tool name's drift decides for a call to its
+// catalogued definition with drift.Hash hash: a hold quarantines it; else
+// an added tool under --baseline require is denied; else a definition the
+// tracker has not compared yet (the catalog took a listing that observe
+// has not reached) is denied when it is not the baseline; else the drift
+// block's action for its status and severity applies.
+func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 	d.poll()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -504,10 +507,11 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 		}
 		return out
 	}
-	if td == nil || !known {
+	if !known {
 		return out
 	}
-	if _, ok := d.baselines[name]; !ok && d.settings.Baseline == policy.BaselineRequire {
+	b, hasBaseline := d.baselines[name]
+	if !hasBaseline && d.settings.Baseline == policy.BaselineRequire {
 		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleBaselineRequired, ReasonCode: "baseline_required",
 			Reason: "no approved baseline for this tool (--baseline require; gatehouse tools approve)", Code: CodeDenied}
 		out.decided = true
@@ -516,6 +520,19 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 		} else {
 			out.result.Action = string(policy.ActionDeny)
 		}
+		return out
+	}
+	if td == nil || td.hash != hash {
+		// The catalog has a definition the tracker has not compared
+		// yet: a call decided between a listing's cataloguing and its
+		// comparison. Not the baseline: refused (fail closed); the
+		// comparison follows at once.
+		if hasBaseline && b.b.Hash != hash {
+			out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift",
+				Reason: "the tool's listed definition is not its baseline and has not been compared with it yet; try again", Code: CodeDenied}
+			out.decided = true
+		}
+		out.view, out.result, out.warnings, out.hash = nil, nil, nil, hash
 		return out
 	}
 	if td.status == driftNone {

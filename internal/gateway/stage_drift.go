@@ -26,7 +26,7 @@ func (s driftStage) Decide(_ context.Context, c *pipeline.Call) error {
 	if err != nil {
 		return fmt.Errorf("drift stage: %w", err)
 	}
-	cd := s.tracker.forCall(c.Name, c.Known)
+	cd := s.tracker.forCall(c.Name, c.Known, st.facts.hash)
 	st.drift = &cd
 	if cd.decided {
 		c.Decide(cd.verdict)

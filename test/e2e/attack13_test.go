@@ -118,3 +118,36 @@ func TestUnreadableBaselineNotFirstUse(t *testing.T) {
 		t.Errorf("the call to lookup reached the server")
 	}
 }
+
+// TestReviewOutputTerminalSafe: tools list and tools diff print no
+// terminal control or bidirectional-override character a server put in a
+// tool's name or description.
+func TestReviewOutputTerminalSafe(t *testing.T) {
+	evil := "Look up.\x1b]0;pwned\x07\x1b[2J\u202e\u2066 \x9b31m"
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	lookup2 := declared("lookup", evil, schema(obj{"word\x1b[5m": obj{"type": "string"}}), readOnlyInternal)
+	named := declared("x\x1b[5m\u202ey", evil, schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	dir := t.TempDir()
+	r := startDrift(t, dir, []map[string]any{lookup}, []map[string]any{lookup2, named}, 1)
+	r.list()
+	r.list()
+	r.close()
+	for _, args := range [][]string{
+		{"tools", "list", "--state", r.state},
+		{"tools", "diff", r.serverID, "lookup", "--state", r.state, "--color", "always"},
+		{"tools", "diff", r.serverID, "x\x1b[5m\u202ey", "--state", r.state},
+	} {
+		cmd := exec.Command(gatehouseBin, args...)
+		out, _ := cmd.CombinedOutput()
+		s := string(out)
+		// --color always writes SGR colour sequences of its own: only
+		// those may appear.
+		s = strings.NewReplacer("\x1b[5m", "\x00FOUND", "\x1b[2J", "\x00FOUND").Replace(s)
+		s = strings.NewReplacer("\x1b[31m", "", "\x1b[32m", "", "\x1b[0m", "", "\x1b[1m", "", "\x1b[36m", "", "\x1b[33m", "", "\x1b[2m", "").Replace(s)
+		for _, bad := range []string{"\x00FOUND", "\x1b", "\x07", "\u202e", "\u2066", "\u009b"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%v: output holds %q:\n%q", args[:2], bad, out)
+			}
+		}
+	}
+}

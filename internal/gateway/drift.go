@@ -260,27 +260,22 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 				delete(d.listed, name)
 			}
 		}
-		// Renames: a tool without a baseline whose definition, name
-		// aside, is a baseline no longer listed.
-		base := map[string]mcp.Tool{}
-		for n, b := range d.baselines {
-			base[n] = b.tool
-		}
-		lst := drift.CompareListing(base, all, opts)
-		for newName, old := range lst.Renamed {
-			if td := d.listed[newName]; td != nil {
-				td.status, td.renamedFrom = driftRenamed, old
-				td.result = lst.Changed[newName] // tool_renamed, and anything else that changed
-				td.result.Action = string(d.settings.Renamed)
-			}
-		}
-		removed = lst.Removed
+		removed = d.renamesLocked(all, opts).Removed
 		// First use: every listed tool without a baseline gets one,
 		// except a rename (it stays flagged until approved).
 		if d.settings.Baseline == policy.BaselineFirstUse {
 			d.firstUseLocked(ctx, all, opts, now)
 		}
-	} else if !hadBaselines && d.settings.Baseline == policy.BaselineFirstUse {
+	} else if hadBaselines {
+		// A page of a listing not followed to its end (a client that
+		// reads the first page only): a tool without a baseline whose
+		// definition, name aside, is a baseline not on this page is
+		// taken as renamed too, not as added. (A baseline listed on
+		// another page under its own name makes that a false rename:
+		// held, for a person to release; a complete listing finds
+		// renames exactly.)
+		d.renamesLocked(page, opts)
+	} else if d.settings.Baseline == policy.BaselineFirstUse {
 		// A listing the client never completes (it reads the first page
 		// only, say) still takes first-use baselines of the tools it
 		// lists, so that their drift in a later listing is found. Only
@@ -374,6 +369,25 @@ func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opt
 			td.status, td.result = driftChanged, drift.Compare(d.baselines[t.Name].tool, t, opts)
 		}
 	}
+}
+
+// renamesLocked marks the tools of listed that are renames of a baseline
+// not in listed (drift.CompareListing) as renamed, handled as
+// drift.renamed says, and returns the comparison (d.mu held).
+func (d *driftTracker) renamesLocked(listed []mcp.Tool, opts drift.Options) drift.Listing {
+	base := map[string]mcp.Tool{}
+	for n, b := range d.baselines {
+		base[n] = b.tool
+	}
+	lst := drift.CompareListing(base, listed, opts)
+	for newName, old := range lst.Renamed {
+		if td := d.listed[newName]; td != nil {
+			td.status, td.renamedFrom = driftRenamed, old
+			td.result = lst.Changed[newName] // tool_renamed, and anything else that changed
+			td.result.Action = string(d.settings.Renamed)
+		}
+	}
+	return lst
 }
 
 // renamedTo reports whether a listed tool is the rename of old.

@@ -151,3 +151,27 @@ func TestReviewOutputTerminalSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestRenameFoundForPageOneClient: a tool renamed (its baseline's
+// definition under a new name) is handled as drift.renamed says
+// (quarantine by default) also when the client reads only the first page
+// of the listing, not as an added tool (monitor).
+func TestRenameFoundForPageOneClient(t *testing.T) {
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	renamed := with(lookup, "name", "lookup_word")
+	define := declared("define", "Define a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	dir := t.TempDir()
+	r := startDriftServer(t, dir, []map[string]any{lookup, define}, []map[string]any{renamed, define}, 1, []string{"--page-size", "1"})
+	r.firstPage() // first use: the baseline of lookup
+	if _, err := r.cs.ListTools(context.Background(), &mcp.ListToolsParams{}); err != nil {
+		t.Fatal(err)
+	}
+	msg := r.call("lookup_word", obj{"word": "x"})
+	if !strings.Contains(msg, "quarantined") {
+		t.Errorf("call to the renamed lookup_word: %q, want it quarantined", msg)
+	}
+	r.close()
+	if slices.Contains(r.serverCalls(), "lookup_word") {
+		t.Errorf("the call to the renamed tool reached the server")
+	}
+}

@@ -81,8 +81,11 @@ type driftTracker struct {
 	listed    map[string]*toolDrift
 	version   int64
 	loaded    bool // the store's state was read once (reloadLocked)
-	polled    time.Time
-	reported  map[string]string // tool -> what its last drift event said
+	// firstListing: the listing being read started while the server had
+	// no baselines (observe's first page); cleared when it completes.
+	firstListing bool
+	polled       time.Time
+	reported     map[string]string // tool -> what its last drift event said
 }
 
 // baselineDef is a baseline with its definition read back.
@@ -215,7 +218,11 @@ func (d *driftTracker) poll() {
 // places the holds the drift actions (or a policy rule deciding
 // quarantine on the tool alone) call for, writes a drift event per
 // change, and returns the names of the page's tools held afterwards.
-func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, facts func(name string) *toolFacts) map[string]bool {
+//
+// first says the page starts a listing (no cursor): a listing that starts
+// while the server has no baselines is the server's first, and its later
+// pages are not "added" for the baselines its earlier pages took.
+func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.Tool, facts func(name string) *toolFacts) map[string]bool {
 	d.poll()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -224,7 +231,13 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 
-	hadBaselines := len(d.baselines) > 0
+	if first {
+		d.firstListing = len(d.baselines) == 0
+	}
+	hadBaselines := len(d.baselines) > 0 && !d.firstListing
+	if complete {
+		defer func() { d.firstListing = false }()
+	}
 	for _, t := range page {
 		hash, err := drift.Hash(t)
 		if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -173,5 +174,36 @@ func TestRenameFoundForPageOneClient(t *testing.T) {
 	r.close()
 	if slices.Contains(r.serverCalls(), "lookup_word") {
 		t.Errorf("the call to the renamed tool reached the server")
+	}
+}
+
+// TestPagedFirstListingNotAdded: the first listing of a new server, read
+// page by page to its end, baselines every tool on first use: a tool on a
+// later page is not "added" (drift.added: deny would refuse it) because
+// the first page's tools got their baselines a moment before.
+func TestPagedFirstListingNotAdded(t *testing.T) {
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	define := declared("define", "Define a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte("name: added-deny\nversion: \"1\"\ndefaults:\n  action: allow\ndrift:\n  added: deny\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tools := []map[string]any{lookup, define}
+	r := startDriftServer(t, dir, tools, tools, 0, []string{"--page-size", "1"}, "--policy", pol)
+	var n int
+	for _, err := range r.cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("listed %d tools", n)
+	}
+	for _, tool := range []string{"lookup", "define"} {
+		if msg := r.call(tool, obj{"word": "x"}); msg != "" {
+			t.Errorf("%s, first listed on a new server: %q", tool, msg)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
 )
 
 // TestCallInListingWindowIsNotForwarded: a listing updates the catalog
@@ -45,4 +48,39 @@ func mustTools(t *testing.T, result string) []mcp.Tool {
 		t.Fatal("no tools")
 	}
 	return tools
+}
+
+// failingFirstUse is a store whose FirstUse always fails (a database that
+// refuses writes).
+type failingFirstUse struct{ toolstate.Store }
+
+func (failingFirstUse) FirstUse(context.Context, toolstate.Baseline) (toolstate.Baseline, bool, error) {
+	return toolstate.Baseline{}, false, errors.New("disk full")
+}
+
+// TestFirstUseKeptWhenStoreRefuses: a first-use baseline the store cannot
+// record is kept by the session all the same, so that the tool's drift
+// in a later listing of the same session is found (critical: held).
+func TestFirstUseKeptWhenStoreRefuses(t *testing.T) {
+	h := newHarness(t, Config{ServerID: "refusing", Tools: failingFirstUse{toolstate.NewMem()}})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	var drifted []mcp.Tool
+	for _, tl := range mustTools(t, testTools) {
+		if tl.Name == "read" {
+			tl.Meta = []byte(`{"dev.gatehouse/security":{"externality":"external","declared_side_effects":["share"]}}`)
+		}
+		drifted = append(drifted, tl)
+	}
+	h.sess.catalog.replace(drifted)
+	h.sess.drift.observe(drifted, true, true, drifted, h.sess.catalog.factsFor)
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/refused"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"code":-32084`) {
+		t.Errorf("call to the drifted tool answered %s, want it held (-32084)", got)
+	}
+	for _, l := range h.serverGot() {
+		if strings.Contains(l, "/tmp/refused") {
+			t.Fatalf("the call reached the server: %s", l)
+		}
+	}
 }

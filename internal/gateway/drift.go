@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -367,11 +368,20 @@ func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opt
 		if err != nil {
 			continue
 		}
-		b, _, err := d.store.FirstUse(ctx, toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
-			Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now})
-		if err != nil {
-			d.log.Error("tool state: recording a first-use baseline failed", "err", err)
+		mine := toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
+			Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now}
+		b, _, err := d.store.FirstUse(ctx, mine)
+		switch {
+		case errors.Is(err, toolstate.ErrInvalid):
+			// A value no store keeps (an empty server id): no baseline.
+			d.log.Error("tool state: a first-use baseline was refused as invalid", "err", err)
 			continue
+		case err != nil:
+			// The store failed: kept in this gateway all the same (until
+			// the next reload of the store), so that the tool's drift in
+			// a later listing is still found.
+			d.log.Error("tool state: recording a first-use baseline failed; kept in this gateway only", "err", err)
+			b = mine
 		}
 		if bt, err := drift.Parse(b.Definition); err == nil {
 			d.baselines[t.Name] = baselineDef{b: b, tool: bt}

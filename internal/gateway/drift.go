@@ -300,14 +300,26 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 
 	// Holds, and what the listing says.
 	held := map[string]bool{}
-	for _, t := range page {
-		td := d.listed[t.Name]
-		if td == nil {
-			continue
+	// Added tools last, so that one listing a held definition under a
+	// new name finds that hold placed.
+	order := make([]mcp.Tool, 0, len(page))
+	for _, added := range []bool{false, true} {
+		for _, t := range page {
+			if td := d.listed[t.Name]; td != nil && (td.status == driftAdded) == added {
+				order = append(order, t)
+			}
 		}
+	}
+	for _, t := range order {
+		td := d.listed[t.Name]
 		rule, reason := "", ""
 		if td.status != driftNone {
 			rule, reason = d.listingDecision(t.Name, td, facts)
+		}
+		if rule == "" && td.status == driftAdded {
+			if h := d.heldCopyLocked(t); h != "" {
+				rule, reason = RuleDrift, "the tool is the definition of a quarantined tool under a new name"
+			}
 		}
 		if _, ok := d.holds[t.Name]; !ok && rule != "" && !d.shadow {
 			q := toolstate.Quarantine{ServerID: d.serverID, Tool: t.Name, Hash: td.hash, Automatic: true,
@@ -411,6 +423,25 @@ func (d *driftTracker) renamesLocked(listed []mcp.Tool, opts drift.Options) drif
 		}
 	}
 	return lst
+}
+
+// heldCopyLocked returns the name of a held tool whose listed definition
+// is t's but for the name, "" when there is none (d.mu held): a server
+// listing a quarantined definition again under a new name, to have it
+// called as an added tool.
+func (d *driftTracker) heldCopyLocked(t mcp.Tool) string {
+	for _, name := range sortedKeys(d.holds) {
+		td := d.listed[name]
+		if td == nil || td.hash == "" || name == t.Name {
+			continue
+		}
+		c := t
+		c.Name = name
+		if h, err := drift.Hash(c); err == nil && h == td.hash {
+			return name
+		}
+	}
+	return ""
 }
 
 // renamedTo reports whether a listed tool is the rename of old.

@@ -207,3 +207,27 @@ func TestPagedFirstListingNotAdded(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldDefinitionUnderNewName: a server whose drifted tool is held
+// cannot have its definition called by listing it again under a new name
+// (an added tool, monitor by default): the copy is held too.
+func TestHeldDefinitionUnderNewName(t *testing.T) {
+	lookup := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}), readOnlyInternal)
+	external := declared("lookup", "Look up a word.", schema(obj{"word": obj{"type": "string"}}),
+		with(with(readOnlyInternal, "externality", "external"), "declared_side_effects", []string{"read", "share"}))
+	copied := with(external, "name", "lookup2")
+	dir := t.TempDir()
+	// The copy listed first: the hold of lookup must be found all the same.
+	r := startDrift(t, dir, []map[string]any{lookup}, []map[string]any{copied, external}, 1)
+	r.list()
+	r.list()
+	for _, tool := range []string{"lookup", "lookup2"} {
+		if msg := r.call(tool, obj{"word": "x"}); !strings.Contains(msg, "quarantined") {
+			t.Errorf("%s: %q, want it quarantined", tool, msg)
+		}
+	}
+	r.close()
+	if calls := r.serverCalls(); len(calls) != 0 {
+		t.Errorf("server calls %v", calls)
+	}
+}

@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,12 @@ const (
 	// RuleManualHold: a hold a person placed (gatehouse tools
 	// quarantine); gatehouse tools list shows it as "manual" too.
 	RuleManualHold = "manual"
+	// RuleToolStateUnavailable: the tool-state store has not been read
+	// successfully since the session started, so its holds and
+	// baselines are unknown: no call is forwarded until they are (fail
+	// closed); also the hold of a tool whose stored baseline cannot be
+	// read.
+	RuleToolStateUnavailable = "tool_state_unavailable"
 )
 
 // CodeQuarantined is the JSON-RPC error code of a tools/call the gateway
@@ -95,9 +103,13 @@ type driftTracker struct {
 	holds     map[string]toolstate.Quarantine
 	listed    map[string]*toolDrift
 	version   int64
-	polled    time.Time
-	reported  map[string]string // tool -> what its last drift event said
-	polling   atomic.Bool       // a poll runs
+	loaded    bool // the store's state was read once (installLocked)
+	// firstListing: the listing being read started while the server had
+	// no baselines (observe's first page); cleared when it completes.
+	firstListing bool
+	polled       time.Time
+	reported     map[string]string // tool -> what its last drift event said
+	polling      atomic.Bool       // a poll runs
 	// unstored are the holds the store could not record: kept in force
 	// whatever the store says, for the rest of the run.
 	unstored map[string]bool
@@ -173,7 +185,13 @@ func (d *driftTracker) load() (v int64, baselines map[string]baselineDef, holds 
 		if s.Baseline != nil {
 			t, err := drift.Parse(s.Baseline.Definition)
 			if err != nil {
-				d.log.Error("tool state: a stored baseline cannot be read; the tool is treated as having none", "tool_bytes", len(s.Tool), "err", err)
+				// Not a tool without a baseline (that would be added,
+				// or taken again on first use): its drift is unknown,
+				// so it is held, in this gateway, until a person
+				// approves a definition again.
+				d.log.Error("tool state: a stored baseline cannot be read; the tool is held until it is approved again", "tool_bytes", len(s.Tool), "err", err)
+				holds[s.Tool] = toolstate.Quarantine{ServerID: d.serverID, Tool: s.Tool, Automatic: true, By: d.by, Rule: RuleToolStateUnavailable,
+					Reason: "the tool's stored baseline cannot be read; approve it again (gatehouse tools approve)"}
 			} else {
 				baselines[s.Tool] = baselineDef{b: *s.Baseline, tool: t}
 			}
@@ -205,7 +223,7 @@ func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, 
 			holds[name] = d.holds[name]
 		}
 	}
-	d.baselines, d.holds, d.version = baselines, holds, v
+	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
 	d.polled = time.Now()
 	for name, td := range d.listed {
 		if td.status == driftChanged || td.status == driftAdded {
@@ -226,7 +244,7 @@ func (d *driftTracker) poll() {
 	if due {
 		d.polled = time.Now()
 	}
-	version := d.version
+	version, loaded := d.version, d.loaded
 	d.mu.Unlock()
 	if !due || !d.polling.CompareAndSwap(false, true) {
 		return
@@ -239,7 +257,7 @@ func (d *driftTracker) poll() {
 		d.log.Error("tool state: polling the store failed", "err", err)
 		return
 	}
-	if v == version {
+	if v == version && loaded {
 		return
 	}
 	v, baselines, holds, err := d.load()
@@ -248,7 +266,7 @@ func (d *driftTracker) poll() {
 		return
 	}
 	d.mu.Lock()
-	if v >= d.version {
+	if v >= d.version || !d.loaded {
 		d.installLocked(v, baselines, holds)
 	}
 	d.mu.Unlock()
@@ -276,7 +294,11 @@ func (d *driftTracker) pollSoon() {
 // places the holds the drift actions (or a policy rule deciding
 // quarantine on the tool alone) call for, writes a drift event per
 // change, and returns the names of the page's tools held afterwards.
-func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, facts func(name string) *toolFacts) map[string]bool {
+//
+// first says the page starts a listing (no cursor): a listing that starts
+// while the server has no baselines is the server's first, and its later
+// pages are not "added" for the baselines its earlier pages took.
+func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.Tool, facts func(name string) *toolFacts) map[string]bool {
 	d.poll()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -285,7 +307,13 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 
-	hadBaselines := len(d.baselines) > 0
+	if first {
+		d.firstListing = len(d.baselines) == 0
+	}
+	hadBaselines := len(d.baselines) > 0 && !d.firstListing
+	if complete {
+		defer func() { d.firstListing = false }()
+	}
 	for _, t := range page {
 		hash, err := drift.Hash(t)
 		if err != nil {
@@ -321,67 +349,52 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 				delete(d.listed, name)
 			}
 		}
-		// Renames: a tool without a baseline whose definition, name
-		// aside, is a baseline no longer listed.
-		base := map[string]mcp.Tool{}
-		for n, b := range d.baselines {
-			base[n] = b.tool
-		}
-		lst := drift.CompareListing(base, all, opts)
-		for newName, old := range lst.Renamed {
-			if td := d.listed[newName]; td != nil {
-				td.status, td.renamedFrom = driftRenamed, old
-				td.result = lst.Changed[newName] // tool_renamed, and anything else that changed
-				td.result.Action = string(d.settings.Renamed)
-			}
-		}
-		removed = lst.Removed
+		removed = d.renamesLocked(all, opts).Removed
 		// First use: every listed tool without a baseline gets one,
 		// except a rename (it stays flagged until approved).
 		if d.settings.Baseline == policy.BaselineFirstUse {
-			for _, t := range all {
-				td := d.listed[t.Name]
-				if _, ok := d.baselines[t.Name]; ok || td == nil || td.status == driftRenamed || td.hash == "" {
-					continue
-				}
-				def, err := drift.Canonical(t)
-				if err != nil {
-					continue
-				}
-				mine := toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
-					Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now}
-				b, won, err := d.store.FirstUse(ctx, mine)
-				if err != nil {
-					// Kept for this run: drift from it is still found
-					// (and held) while the gateway runs.
-					d.log.Error("tool state: recording a first-use baseline failed; it is kept in this gateway only", "err", err)
-					b = mine
-				} else if won {
-					d.record(kindToolBaseline, toolstate.BaselineRecord{ServerID: d.serverID, Tool: t.Name, Hash: b.Hash,
-						Origin: b.Origin, ApprovedBy: b.By, ApprovedAt: toolstate.LedgerTime(b.At)})
-				}
-				if bt, err := drift.Parse(b.Definition); err == nil {
-					d.baselines[t.Name] = baselineDef{b: b, tool: bt}
-				}
-				if b.Hash != td.hash {
-					// Another gateway's first use won with another
-					// definition: this one is drift from it.
-					td.status, td.result = driftChanged, drift.Compare(d.baselines[t.Name].tool, t, opts)
-				}
-			}
+			d.firstUseLocked(ctx, all, opts, now)
 		}
+	} else if hadBaselines {
+		// A page of a listing not followed to its end (a client that
+		// reads the first page only): a tool without a baseline whose
+		// definition, name aside, is a baseline not on this page is
+		// taken as renamed too, not as added. (A baseline listed on
+		// another page under its own name makes that a false rename:
+		// held, for a person to release; a complete listing finds
+		// renames exactly.)
+		d.renamesLocked(page, opts)
+	} else if d.settings.Baseline == policy.BaselineFirstUse {
+		// A listing the client never completes (it reads the first page
+		// only, say) still takes first-use baselines of the tools it
+		// lists, so that their drift in a later listing is found. Only
+		// while the server has no baselines at all: then no listed tool
+		// can be a rename, which only a complete listing could tell.
+		d.firstUseLocked(ctx, page, opts, now)
 	}
 
 	// Holds, and what the listing says.
 	held := map[string]bool{}
-	for _, t := range page {
-		td := d.listed[t.Name]
-		if td == nil {
-			continue
+	// Added tools last, so that one listing a held definition under a
+	// new name finds that hold placed.
+	order := make([]mcp.Tool, 0, len(page))
+	for _, added := range []bool{false, true} {
+		for _, t := range page {
+			if td := d.listed[t.Name]; td != nil && (td.status == driftAdded) == added {
+				order = append(order, t)
+			}
 		}
+	}
+	for _, t := range order {
+		td := d.listed[t.Name]
 		rule, reason := "", ""
 		if td.status != driftNone {
 			rule, reason = d.listingDecision(t.Name, td, facts)
+		}
+		if rule == "" && td.status == driftAdded {
+			if h := d.heldCopyLocked(t); h != "" {
+				rule, reason = RuleDrift, "the tool is the definition of a quarantined tool under a new name"
+			}
 		}
 		if _, ok := d.holds[t.Name]; !ok && rule != "" && !d.shadow {
 			q := toolstate.Quarantine{ServerID: d.serverID, Tool: t.Name, Hash: td.hash, Automatic: true,
@@ -422,6 +435,94 @@ func (d *driftTracker) observe(page []mcp.Tool, complete bool, all []mcp.Tool, f
 		}
 	}
 	return held
+}
+
+// firstUseLocked records a first-use baseline for every listed tool of
+// tools without one (d.listed holds their drift), except a rename or a
+// definition that cannot be canonicalized (d.mu held), and writes each
+// baseline it won to the audit ledger. Another gateway's first use winning
+// with another definition makes the tool's drift changed from that
+// definition.
+func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opts drift.Options, now time.Time) {
+	for _, t := range tools {
+		td := d.listed[t.Name]
+		if _, ok := d.baselines[t.Name]; ok || td == nil || td.status == driftRenamed || td.hash == "" {
+			continue
+		}
+		def, err := drift.Canonical(t)
+		if err != nil {
+			continue
+		}
+		mine := toolstate.Baseline{ServerID: d.serverID, Tool: t.Name, Hash: td.hash,
+			Definition: def, Origin: toolstate.OriginFirstUse, By: d.by, At: now}
+		b, won, err := d.store.FirstUse(ctx, mine)
+		switch {
+		case errors.Is(err, toolstate.ErrInvalid):
+			// A value no store keeps (an empty server id): no baseline.
+			d.log.Error("tool state: a first-use baseline was refused as invalid", "err", err)
+			continue
+		case err != nil:
+			// The store failed: kept in this gateway all the same (until
+			// the next reload of the store), so that the tool's drift in
+			// a later listing is still found.
+			d.log.Error("tool state: recording a first-use baseline failed; it is kept in this gateway only", "err", err)
+			b = mine
+		case won:
+			d.record(kindToolBaseline, toolstate.BaselineRecord{ServerID: d.serverID, Tool: t.Name, Hash: b.Hash,
+				Origin: b.Origin, ApprovedBy: b.By, ApprovedAt: toolstate.LedgerTime(b.At)})
+		}
+		if bt, err := drift.Parse(b.Definition); err == nil {
+			d.baselines[t.Name] = baselineDef{b: b, tool: bt}
+		}
+		if b.Hash != td.hash {
+			// Another gateway's first use won with another
+			// definition: this one is drift from it.
+			td.status, td.result = driftChanged, drift.Compare(d.baselines[t.Name].tool, t, opts)
+		}
+	}
+}
+
+// renamesLocked marks the tools of listed that are renames of a baseline
+// not in listed (drift.CompareListing) as renamed, handled as
+// drift.renamed says, and returns the comparison (d.mu held).
+func (d *driftTracker) renamesLocked(listed []mcp.Tool, opts drift.Options) drift.Listing {
+	base := map[string]mcp.Tool{}
+	for n, b := range d.baselines {
+		base[n] = b.tool
+	}
+	lst := drift.CompareListing(base, listed, opts)
+	for newName, old := range lst.Renamed {
+		if td := d.listed[newName]; td != nil {
+			td.status, td.renamedFrom = driftRenamed, old
+			td.result = lst.Changed[newName] // tool_renamed, and anything else that changed
+			td.result.Action = string(d.settings.Renamed)
+		}
+	}
+	return lst
+}
+
+// heldCopyLocked returns the name of a held tool whose listed definition
+// is t's but for the name, "" when there is none (d.mu held): a server
+// listing a quarantined definition again under a new name, to have it
+// called as an added tool.
+func (d *driftTracker) heldCopyLocked(t mcp.Tool) string {
+	names := make([]string, 0, len(d.holds))
+	for name := range d.holds {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		td := d.listed[name]
+		if td == nil || td.hash == "" || name == t.Name {
+			continue
+		}
+		c := t
+		c.Name = name
+		if h, err := drift.Hash(c); err == nil && h == td.hash {
+			return name
+		}
+	}
+	return ""
 }
 
 // renamedTo reports whether a listed tool is the rename of old.
@@ -508,14 +609,25 @@ type callDrift struct {
 	warnings []string
 }
 
-// forCall returns what tool name's drift decides for a call: a hold
-// quarantines it; else an added tool under --baseline require is denied;
-// else the drift block's action for its status and severity applies.
-func (d *driftTracker) forCall(name string, known bool) callDrift {
+// forCall returns what tool name's drift decides for a call to its
+// catalogued definition with drift.Hash hash: a hold quarantines it; else
+// an added tool under --baseline require is denied; else a definition the
+// tracker has not compared yet (the catalog took a listing that observe
+// has not reached) is denied when it is not the baseline; else the drift
+// block's action for its status and severity applies. Before the tool
+// state could be read once, every call is denied.
+func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 	d.pollSoon()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out callDrift
+	if !d.loaded {
+		// The holds are unknown: a held tool must not be called.
+		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleToolStateUnavailable, ReasonCode: RuleToolStateUnavailable,
+			Reason: "the tool state (baselines and quarantines) could not be read; no call is forwarded until it is", Code: CodeDenied}
+		out.decided = true
+		return out
+	}
 	td := d.listed[name]
 	if td != nil && known {
 		out.hash = td.hash
@@ -548,10 +660,11 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 		}
 		return out
 	}
-	if td == nil || !known {
+	if !known {
 		return out
 	}
-	if _, ok := d.baselines[name]; !ok && d.settings.Baseline == policy.BaselineRequire {
+	b, hasBaseline := d.baselines[name]
+	if !hasBaseline && d.settings.Baseline == policy.BaselineRequire {
 		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleBaselineRequired, ReasonCode: "baseline_required",
 			Reason: "no approved baseline for this tool (--baseline require; gatehouse tools approve)", Code: CodeDenied}
 		out.decided = true
@@ -560,6 +673,19 @@ func (d *driftTracker) forCall(name string, known bool) callDrift {
 		} else {
 			out.result.Action = string(policy.ActionDeny)
 		}
+		return out
+	}
+	if td == nil || td.hash != hash {
+		// The catalog has a definition the tracker has not compared
+		// yet: a call decided between a listing's cataloguing and its
+		// comparison. Not the baseline: refused (fail closed); the
+		// comparison follows at once.
+		if hasBaseline && b.b.Hash != hash {
+			out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift",
+				Reason: "the tool's listed definition is not its baseline and has not been compared with it yet; try again", Code: CodeDenied}
+			out.decided = true
+		}
+		out.view, out.result, out.warnings, out.hash = nil, nil, nil, hash
 		return out
 	}
 	if td.status == driftNone {

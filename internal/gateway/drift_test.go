@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/drift"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
 	"github.com/gatehouse-mcp/gatehouse/internal/policy"
@@ -45,16 +46,19 @@ func TestDriftStoreFailureHoldsInMemory(t *testing.T) {
 			d := newDriftTracker(Config{Policy: policy.Default(), Tools: tc.store, ServerID: "srv"}, slog.New(slog.DiscardHandler), nil, nil, nil)
 			facts := func(string) *toolFacts { return nil }
 			base := []mcp.Tool{driftTool("internal")}
-			d.observe(base, true, base, facts)
-			if cd := d.forCall("lookup", true); cd.decided {
+			cur0 := driftTool("external")
+			d.observe(base, true, true, base, facts)
+			baseHash, _ := drift.Hash(base[0])
+			curHash, _ := drift.Hash(cur0)
+			if cd := d.forCall("lookup", true, baseHash); cd.decided {
 				t.Fatalf("the baseline itself: %+v", cd.verdict)
 			}
-			cur := []mcp.Tool{driftTool("external")}
-			held := d.observe(cur, true, cur, facts)
+			cur := []mcp.Tool{cur0}
+			held := d.observe(cur, true, true, cur, facts)
 			if !held["lookup"] {
 				t.Fatalf("critical drift not held: %v", held)
 			}
-			cd := d.forCall("lookup", true)
+			cd := d.forCall("lookup", true, curHash)
 			if !cd.decided || cd.verdict.Action != pipeline.Quarantine || cd.result == nil || cd.result.Severity != "critical" {
 				t.Fatalf("call after the drift: %+v %+v", cd.verdict, cd.result)
 			}
@@ -71,7 +75,7 @@ func TestDriftStoreFailureHoldsInMemory(t *testing.T) {
 			d.polled = time.Time{}
 			d.mu.Unlock()
 			d.poll()
-			if cd := d.forCall("lookup", true); cd.verdict.Action != pipeline.Quarantine {
+			if cd := d.forCall("lookup", true, curHash); cd.verdict.Action != pipeline.Quarantine {
 				t.Fatalf("after a reload: %+v", cd.verdict)
 			}
 		})

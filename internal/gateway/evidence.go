@@ -3,6 +3,7 @@ package gateway
 import (
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/drift"
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
@@ -151,6 +152,10 @@ type toolFacts struct {
 	// that name; nil view for unknownFacts, whose name is each call's.
 	name string
 	view *policy.ToolView
+	// hash is drift.Hash of the definition ("" when it cannot be
+	// canonicalized): the drift stage checks that the drift tracker
+	// compared this definition, not an earlier one of the name.
+	hash string
 }
 
 // newToolFacts returns the facts of a listed definition, with the
@@ -164,6 +169,7 @@ func newToolFacts(t mcp.Tool, findings []policy.Finding) *toolFacts {
 		Sources: it.Sources, MetadataConflicts: it.ConflictFields(), Findings: findings,
 	}}
 	f.name, f.view = t.Name, policy.NewToolView(f.policyTool(t.Name))
+	f.hash, _ = drift.Hash(t)
 	return f
 }
 

@@ -12,12 +12,12 @@ import (
 // listing the client sees (drift.listing: mark).
 const quarantineNotice = "[QUARANTINED by Gatehouse: calls to this tool are refused until it is reviewed] "
 
-// observeListing hands one tools/list page the client asked for to the
-// drift tracker (driftTracker.observe) and returns the frame the client
+// observeListing hands one tools/list page the client asked for (first:
+// without a cursor) to the drift tracker (driftTracker.observe) and returns the frame the client
 // gets instead of frame when the listing hides or marks a tool, nil to
 // relay frame as received.
-func (s *Session) observeListing(page []mcp.Tool, complete bool, all []mcp.Tool, m *jsonrpc.Message, frame []byte) []byte {
-	held := s.drift.observe(page, complete, all, s.catalog.factsFor)
+func (s *Session) observeListing(page []mcp.Tool, first, complete bool, all []mcp.Tool, m *jsonrpc.Message, frame []byte) []byte {
+	held := s.drift.observe(page, first, complete, all, s.catalog.factsFor)
 	hide, mark := s.drift.listing(page, held, s.catalog.factsFor)
 	if hide == nil && mark == nil {
 		return nil

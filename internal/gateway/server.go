@@ -187,7 +187,7 @@ func (s *Session) serverMessage(m *jsonrpc.Message, frame []byte) bool {
 			case mcp.MethodToolsList:
 				tools, next := s.toolsPage(m.Result)
 				all, complete := s.catalog.page(tools, !p.cursor, next == nil)
-				if out := s.observeListing(tools, complete, all, m, frame); out != nil {
+				if out := s.observeListing(tools, !p.cursor, complete, all, m, frame); out != nil {
 					_ = s.relayToClient(out, nil)
 					return false
 				}
@@ -445,7 +445,7 @@ func (s *Session) refreshCatalog(callMeta []byte) {
 		all = append(all, tools...)
 		if next == nil {
 			s.catalog.replace(all)
-			s.drift.observe(all, true, all, s.catalog.factsFor)
+			s.drift.observe(all, true, true, all, s.catalog.factsFor)
 			return
 		}
 		c, err := jsontext.AppendUnquote(nil, next)

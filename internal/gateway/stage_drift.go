@@ -26,7 +26,7 @@ func (s driftStage) Decide(_ context.Context, c *pipeline.Call) error {
 	if err != nil {
 		return fmt.Errorf("drift stage: %w", err)
 	}
-	st.drift = s.tracker.forCall(c.Name, c.Known)
+	st.drift = s.tracker.forCall(c.Name, c.Known, st.facts.hash)
 	if st.drift.decided {
 		c.Decide(st.drift.verdict)
 	}

@@ -184,8 +184,12 @@ func (m *Mem) Hold(ctx context.Context, q Quarantine) error {
 		return err
 	}
 	defer db.mu.Unlock()
+	e := db.entry(q.ServerID, q.Tool)
+	if q.Automatic && e.Quarantine != nil && !e.Quarantine.Automatic {
+		return nil // a person's hold stays (Store.Hold)
+	}
 	c := q.clone()
-	db.entry(q.ServerID, q.Tool).Quarantine = &c
+	e.Quarantine = &c
 	db.version++
 	return nil
 }

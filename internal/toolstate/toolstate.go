@@ -179,7 +179,9 @@ type Store interface {
 	// releases an automatic quarantine; a quarantine a person placed
 	// stays.
 	Approve(ctx context.Context, a Approval) (Baseline, error)
-	// Hold places q (replacing a hold already there).
+	// Hold places q, replacing a hold already there, except that an
+	// automatic q (a gateway's) never replaces a hold a person placed:
+	// that one stays, unchanged, and Hold returns nil.
 	Hold(ctx context.Context, q Quarantine) error
 	// Release lifts the hold on a tool, ErrNotQuarantined when there is
 	// none; it returns the hold lifted.

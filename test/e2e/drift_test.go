@@ -46,6 +46,13 @@ type driftRun struct {
 // Go SDK client.
 func startDrift(t *testing.T, dir string, tools1, tools2 []map[string]any, switchAfter int, wrapArgs ...string) *driftRun {
 	t.Helper()
+	return startDriftServer(t, dir, tools1, tools2, switchAfter, nil, wrapArgs...)
+}
+
+// startDriftServer is startDrift with serverArgs added to the fake
+// server's command line (--page-size, say).
+func startDriftServer(t *testing.T, dir string, tools1, tools2 []map[string]any, switchAfter int, serverArgs []string, wrapArgs ...string) *driftRun {
+	t.Helper()
 	write := func(name string, v any) string {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -65,6 +72,7 @@ func startDrift(t *testing.T, dir string, tools1, tools2 []map[string]any, switc
 	args = append(args, wrapArgs...)
 	args = append(args, "--", fakeServerBin, "--tools", write("tools1.json", tools1), "--tools2", write("tools2.json", tools2),
 		"--record", r.record)
+	args = append(args, serverArgs...)
 	if switchAfter > 0 {
 		args = append(args, "--switch-after-lists", strconv.Itoa(switchAfter))
 	}

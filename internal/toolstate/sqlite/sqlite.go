@@ -438,16 +438,21 @@ func (s *store) Hold(ctx context.Context, q toolstate.Quarantine) error {
 		return err
 	}
 	return s.write(ctx, fmt.Sprintf("quarantining tool %q of server %q", q.Tool, q.ServerID), func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at)
+		res, err := tx.ExecContext(ctx, `INSERT INTO tool_quarantines (server_id, tool, definition_hash, automatic, severity, changes, quarantined_by, rule, reason, quarantined_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (server_id, tool) DO UPDATE SET definition_hash = excluded.definition_hash, automatic = excluded.automatic,
 			severity = excluded.severity, changes = excluded.changes, quarantined_by = excluded.quarantined_by,
-			rule = excluded.rule, reason = excluded.reason, quarantined_at = excluded.quarantined_at`,
+			rule = excluded.rule, reason = excluded.reason, quarantined_at = excluded.quarantined_at
+			WHERE tool_quarantines.automatic OR NOT excluded.automatic`,
 			q.ServerID, q.Tool, q.Hash, q.Automatic, q.Severity, rows.EncodeChanges(q.Changes), q.By, q.Rule, q.Reason, formatTime(q.At))
 		if err != nil {
 			return false, fmt.Errorf("tool_quarantines: %w", err)
 		}
-		return true, nil
+		n, err := res.RowsAffected()
+		if err != nil {
+			return false, fmt.Errorf("tool_quarantines: %w", err)
+		}
+		return n > 0, nil // 0: a person's hold stays
 	})
 }
 

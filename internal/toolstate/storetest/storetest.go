@@ -60,6 +60,7 @@ func Run(t *testing.T, open Open) {
 		{"Approve", testApprove},
 		{"ApproveReleasesAutomaticHold", testApproveReleases},
 		{"HoldRelease", testHoldRelease},
+		{"AutomaticHoldKeepsPersons", testAutomaticHoldKeepsPersons},
 		{"Version", testVersion},
 		{"VersionConcurrent", testVersionConcurrent},
 		{"ToolsSorted", testToolsSorted},
@@ -526,7 +527,7 @@ func testHoldRelease(t *testing.T, open func() toolstate.Store) {
 	if st.Status() != toolstate.StatusQuarantined {
 		t.Errorf("status %q, want quarantined", st.Status())
 	}
-	q2 := toolstate.Quarantine{ServerID: "srv", Tool: "t", Hash: "sha256:00", Automatic: true, Severity: "high", Changes: []string{"x"}, By: "gw", Reason: "drift", At: at(2)}
+	q2 := toolstate.Quarantine{ServerID: "srv", Tool: "t", Hash: "sha256:00", Severity: "high", Changes: []string{"x"}, By: "bob", Reason: "incident", At: at(2)}
 	if err := b.Hold(ctx, q2); err != nil {
 		t.Fatal(err)
 	}
@@ -552,6 +553,37 @@ func testHoldRelease(t *testing.T, open func() toolstate.Store) {
 		t.Fatal(err)
 	}
 	same(t, "released, baseline kept", tool(t, a, "srv", "u"), toolstate.ToolState{ServerID: "srv", Tool: "u", Baseline: &bl})
+}
+
+// testAutomaticHoldKeepsPersons: a gateway's automatic hold (drift) does
+// not replace a hold a person placed (a gateway that had not yet polled
+// it): the person's reason stays, and an Approve, which releases only
+// automatic holds, leaves it. The refused replacement leaves the version.
+// A person's hold replaces an automatic one.
+func testAutomaticHoldKeepsPersons(t *testing.T, open func() toolstate.Store) {
+	a, b := open(), open()
+	person := toolstate.Quarantine{ServerID: "srv", Tool: "t", By: "oncall", Reason: "incident 42", At: at(1)}
+	if err := a.Hold(ctx, person); err != nil {
+		t.Fatal(err)
+	}
+	v := version(t, a)
+	auto := toolstate.Quarantine{ServerID: "srv", Tool: "t", Hash: "sha256:00", Automatic: true, Severity: "critical", Changes: []string{"x"}, By: "gw", Rule: "drift", Reason: "drift", At: at(2)}
+	if err := b.Hold(ctx, auto); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "a person's hold after an automatic Hold", tool(t, a, "srv", "t"), toolstate.ToolState{ServerID: "srv", Tool: "t", Quarantine: &person})
+	if got := version(t, a); got != v {
+		t.Errorf("version %d after a refused replacement, want %d", got, v)
+	}
+	// The other way round: a person's hold replaces a gateway's.
+	if err := b.Hold(ctx, toolstate.Quarantine{ServerID: "srv", Tool: "u", Hash: "sha256:00", Automatic: true, By: "gw", Rule: "drift", Reason: "drift", At: at(2)}); err != nil {
+		t.Fatal(err)
+	}
+	pu := q1Of("u")
+	if err := a.Hold(ctx, pu); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "a person's hold over an automatic one", tool(t, b, "srv", "u"), toolstate.ToolState{ServerID: "srv", Tool: "u", Quarantine: &pu})
 }
 
 func q1Of(name string) toolstate.Quarantine {

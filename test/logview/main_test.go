@@ -32,8 +32,8 @@ func TestView(t *testing.T) {
 				"refused", "NOT FORWARDED", "decision_not_recorded", "refused (fail closed)"},
 		},
 		{
-			name: "drift",
-			log: `{"specversion":"1.0","id":"d1","source":"gatehouse://t","type":"gatehouse.drift.v1","time":"2026-12-01T10:00:00Z","datacontenttype":"application/json","data":{"server_id":"s","tool":"publish_artifact","status":"changed","severity":"critical","action":"quarantine","changes":["externality_changed_to_external","effect_added_share"],"all_changes":[],"held":true,"matched_rule":"high_risk_externality_drift","reason":"r","method":"tools/list"}}` + "\n",
+			name:    "drift",
+			log:     `{"specversion":"1.0","id":"d1","source":"gatehouse://t","type":"gatehouse.drift.v1","time":"2026-12-01T10:00:00Z","datacontenttype":"application/json","data":{"server_id":"s","tool":"publish_artifact","status":"changed","severity":"critical","action":"quarantine","changes":["externality_changed_to_external","effect_added_share"],"all_changes":[],"held":true,"matched_rule":"high_risk_externality_drift","reason":"r","method":"tools/list"}}` + "\n",
 			wantOut: []string{"drift changed  publish_artifact  HELD", "high_risk_externality_drift", "critical: externality_changed_to_external, effect_added_share"},
 		},
 		{

@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// schemas numbers the schemas of one test process: parallel tests may
+// ask for one in the same nanosecond.
+var schemas atomic.Int64
 
 // PostgresSchema returns a DSN for a fresh schema (search_path) of the
 // database named by GATEHOUSE_TEST_POSTGRES, dropped at cleanup: a ledger
@@ -32,7 +37,7 @@ func PostgresSchema(t *testing.T, prefix string) string {
 		t.Fatalf("connecting to GATEHOUSE_TEST_POSTGRES: %v", err)
 	}
 	defer conn.Close(ctx)
-	schema := fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), time.Now().UnixNano())
+	schema := fmt.Sprintf("%s_%d_%d_%d", prefix, os.Getpid(), time.Now().UnixNano(), schemas.Add(1))
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("creating schema: %v", err)
 	}

@@ -253,26 +253,31 @@ func (tc *toolCache) hash(c *gateway.Call) uint64 {
 	return h.Sum64()
 }
 
-// RecordTool appends one entry of kind (ledger.KindToolBaseline,
-// ledger.KindToolQuarantine) with payload v, encoded RFC 8785, under a new
-// audit_event_id, and waits until it is durable: the gateway's own
-// first-use baselines and holds (gateway.ToolRecorder; docs/drift.md). The
-// error says what could not be encoded or written.
-func (r *Recorder) RecordTool(kind string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("audit: encode %s: %w", kind, err)
+// RecordTools appends recs (ledger.KindToolBaseline,
+// ledger.KindToolQuarantine records), each encoded RFC 8785 under a new
+// audit_event_id, as one group, and waits until they are durable: the
+// gateway's own first-use baselines and holds (gateway.ToolRecorder;
+// docs/drift.md). The error says what could not be encoded or written;
+// nothing is appended when a record cannot be encoded.
+func (r *Recorder) RecordTools(recs []gateway.ToolRecord) error {
+	out := make([]ledger.Record, 0, len(recs))
+	for _, rec := range recs {
+		raw, err := json.Marshal(rec.Payload)
+		if err != nil {
+			return fmt.Errorf("audit: encode %s: %w", rec.Kind, err)
+		}
+		payload, err := ledger.Canonicalize(raw)
+		if err != nil {
+			return fmt.Errorf("audit: encode %s: %w", rec.Kind, err)
+		}
+		out = append(out, ledger.Record{Kind: rec.Kind, RecordID: evidence.NewAuditEventID(), Payload: payload})
 	}
-	payload, err := ledger.Canonicalize(raw)
+	wait, err := r.cfg.Ledger.EnqueueAll(context.Background(), out)
 	if err != nil {
-		return fmt.Errorf("audit: encode %s: %w", kind, err)
-	}
-	wait, err := r.cfg.Ledger.EnqueueAll(context.Background(), []ledger.Record{{Kind: kind, RecordID: evidence.NewAuditEventID(), Payload: payload}})
-	if err != nil {
-		return fmt.Errorf("audit: append %s: %w", kind, err)
+		return fmt.Errorf("audit: append the tool states: %w", err)
 	}
 	if _, err := wait(); err != nil {
-		return fmt.Errorf("audit: %s: %w", kind, err)
+		return fmt.Errorf("audit: the tool states: %w", err)
 	}
 	return nil
 }

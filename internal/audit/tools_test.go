@@ -2,16 +2,20 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/gateway"
 	"github.com/gatehouse-mcp/gatehouse/internal/jsonrpc"
+	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
 )
 
 // TestToolCacheFollowsTheDefinition: a tool whose definition changes under
@@ -182,5 +186,32 @@ func TestDecisionRecordsNormalizedIntent(t *testing.T) {
 	c.Known = false
 	if f := newToolFacts(c, evidence.Keys{}); f.intent.SideEffect != "destructive" || f.confidence != 0 || f.intent.Warnings() != nil {
 		t.Errorf("facts of a tool not known: %+v", f.intent)
+	}
+}
+
+// TestRecordTools: the gateway's own tool states are appended as one
+// group, each an RFC 8785 payload under its own audit_event_id; a write
+// failure is returned.
+func TestRecordTools(t *testing.T) {
+	r, led := newRecorder(t)
+	recs := []gateway.ToolRecord{
+		{Kind: ledger.KindToolBaseline, Payload: toolstate.BaselineRecord{ServerID: "s", Tool: "b", Hash: "sha256:x", Origin: toolstate.OriginFirstUse, ApprovedBy: "gw", ApprovedAt: "t"}},
+		{Kind: ledger.KindToolQuarantine, Payload: toolstate.QuarantineRecord{ServerID: "s", Tool: "a", Automatic: true, Rule: "drift", QuarantinedBy: "gw", Reason: "r", QuarantinedAt: "t"}},
+	}
+	if err := r.RecordTools(recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(led.groups) != 1 || led.groups[0] != 2 {
+		t.Fatalf("groups %v, want one of 2", led.groups)
+	}
+	if got, want := string(led.entries[1].Payload), `{"automatic":true,"matched_rule":"drift","quarantined_at":"t","quarantined_by":"gw","reason":"r","server_id":"s","tool_name":"a"}`; got != want {
+		t.Errorf("payload %s\nwant %s", got, want)
+	}
+	if led.entries[0].RecordID == led.entries[1].RecordID || !strings.HasPrefix(led.entries[0].RecordID, "audit_") {
+		t.Errorf("record ids %q %q", led.entries[0].RecordID, led.entries[1].RecordID)
+	}
+	led.fail = errors.New("disk full")
+	if err := r.RecordTools(recs[:1]); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("failed write: %v", err)
 	}
 }

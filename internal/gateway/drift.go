@@ -48,12 +48,20 @@ const (
 const CodeQuarantined = -32084
 
 // ToolRecorder is an Evidence that also records the gateway's own tool
-// states in the audit ledger (audit.Recorder): a first-use baseline
-// (ledger kind tool_baseline, a toolstate.BaselineRecord) and a hold
-// (tool_quarantine, a toolstate.QuarantineRecord). RecordTool returns once
-// the entry is durable, or the error.
+// states in the audit ledger (audit.Recorder): first-use baselines
+// (ledger kind tool_baseline, a toolstate.BaselineRecord) and holds
+// (tool_quarantine, a toolstate.QuarantineRecord). RecordTools appends
+// them as one group (one commit) and returns once they are durable, or the
+// error.
 type ToolRecorder interface {
-	RecordTool(kind string, v any) error
+	RecordTools(recs []ToolRecord) error
+}
+
+// ToolRecord is one record for a ToolRecorder: its ledger kind and its
+// payload (encoded RFC 8785 by the recorder).
+type ToolRecord struct {
+	Kind    string
+	Payload any
 }
 
 // Ledger kinds of the records a ToolRecorder writes (internal/ledger's
@@ -94,7 +102,7 @@ type driftTracker struct {
 	directives func(mcp.Tool) []string
 	log        *slog.Logger
 	emit       func(decisionlog.Drift)
-	records    ToolRecorder // nil without the audit ledger
+	recorder   ToolRecorder // nil without the audit ledger
 	changed    func()       // the catalog's cached decisions no longer hold
 	pollEvery  time.Duration
 
@@ -113,6 +121,9 @@ type driftTracker struct {
 	// unstored are the holds the store could not record: kept in force
 	// whatever the store says, for the rest of the run.
 	unstored map[string]bool
+	// records are the ledger records of a listing (or a call's hold)
+	// not written yet: flushLocked writes them in one group.
+	records []ToolRecord
 }
 
 // baselineDef is a baseline with its definition read back.
@@ -157,7 +168,7 @@ func newDriftTracker(cfg Config, log *slog.Logger, emit func(decisionlog.Drift),
 	if d.pollEvery <= 0 {
 		d.pollEvery = defaultPollEvery
 	}
-	d.records, _ = cfg.Evidence.(ToolRecorder)
+	d.recorder, _ = cfg.Evidence.(ToolRecorder)
 	if d.by == "" {
 		d.by = "gatehouse"
 	}
@@ -302,6 +313,7 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 	d.poll()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.flushLocked() // before the page is relayed: the records are durable first
 	opts := drift.Options{Actions: d.actions(), Directives: d.directives}
 	now := time.Now().UTC()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -727,6 +739,7 @@ func (d *driftTracker) holdFromDecision(name, hash, rule, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	d.placeLocked(ctx, q)
+	d.flushLocked()
 }
 
 // placeLocked holds q.Tool (d.mu held): in the store (a hold it cannot
@@ -744,14 +757,24 @@ func (d *driftTracker) placeLocked(ctx context.Context, q toolstate.Quarantine) 
 		Severity: q.Severity, Changes: q.Changes, Rule: q.Rule, QuarantinedBy: q.By, Reason: q.Reason, QuarantinedAt: toolstate.LedgerTime(q.At)})
 }
 
-// record writes one of the gateway's tool-state records to the audit
-// ledger, when it is on; a failure is logged (the state is in the store).
+// record queues one of the gateway's tool-state records for the audit
+// ledger, when it is on (d.mu held); flushLocked writes them.
 func (d *driftTracker) record(kind string, v any) {
-	if d.records == nil {
+	if d.recorder != nil {
+		d.records = append(d.records, ToolRecord{Kind: kind, Payload: v})
+	}
+}
+
+// flushLocked writes the queued records in one group (d.mu held); a
+// failure is logged (the state itself is in the store).
+func (d *driftTracker) flushLocked() {
+	if len(d.records) == 0 {
 		return
 	}
-	if err := d.records.RecordTool(kind, v); err != nil {
-		d.log.Error("audit ledger: recording "+kind+" failed", "err", err)
+	recs := d.records
+	d.records = nil
+	if err := d.recorder.RecordTools(recs); err != nil {
+		d.log.Error("audit ledger: recording the tool states failed", "records", len(recs), "err", err)
 	}
 }
 

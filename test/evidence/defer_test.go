@@ -25,7 +25,7 @@ func TestDeferOutcome(t *testing.T) {
 			t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 		}
 		rep, r := verifyReport(t, state)
-		if r.Code != 0 || !rep.OK || rep.OutcomeUnknown != 0 || rep.Size != 6 {
+		if r.Code != 0 || !rep.OK || rep.OutcomeUnknown != 0 || rep.Size != int64(len(showJSON(t, state))) || len(perCall(showJSON(t, state))) != 6 {
 			t.Fatalf("ledger verify: exit %d %+v\n%s", r.Code, rep, r.Stderr)
 		}
 		for tool, c := range calls(t, showJSON(t, state)) {

@@ -37,7 +37,7 @@ func TestLineageBothWays(t *testing.T) {
 	if code := g.finish(); code != 0 {
 		t.Fatalf("gatehouse exited %d; stderr:\n%s", code, g.Tail())
 	}
-	all := showJSON(t, state)
+	all := perCall(showJSON(t, state))
 	if len(all) != 2*len(tools) {
 		t.Fatalf("%d entries for %d forwarded calls, want two each", len(all), len(tools))
 	}

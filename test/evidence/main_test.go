@@ -331,6 +331,19 @@ func showJSON(t testing.TB, state string, args ...string) []entry {
 	return parseEntries(t, out)
 }
 
+// perCall returns the entries of es that are per-call records (a decision
+// or an outcome), leaving out the gateway's tool-state records
+// (tool_baseline, tool_quarantine; docs/drift.md).
+func perCall(es []entry) []entry {
+	var out []entry
+	for _, e := range es {
+		if e.Kind == "gateway_decision" || e.Kind == "gateway_outcome" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func parseEntries(t testing.TB, out string) []entry {
 	t.Helper()
 	var es []entry

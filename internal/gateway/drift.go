@@ -420,9 +420,17 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 			d.report(t.Name, td, rule, reason)
 		}
 	}
-	if complete {
-		obs := make([]toolstate.Observation, 0, len(all)+len(removed))
-		for _, t := range all {
+	// The observations: of the whole listing when it is complete (the
+	// removed tools too), else of the page's tools, so that a client that
+	// reads only some pages still leaves definitions to review and
+	// approve.
+	{
+		listedNow := page
+		if complete {
+			listedNow = all
+		}
+		obs := make([]toolstate.Observation, 0, len(listedNow)+len(removed))
+		for _, t := range listedNow {
 			td := d.listed[t.Name]
 			if td == nil {
 				continue
@@ -442,9 +450,9 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 		if err := d.store.Observe(ctx, obs); err != nil {
 			d.log.Error("tool state: recording the listing failed", "err", err)
 		}
-		if v, err := d.store.Version(ctx); err == nil {
-			d.version = v
-		}
+		// d.version is not moved to the store's: a change another writer
+		// made since the last load (a person's hold) would then never be
+		// loaded; the next poll reloads instead.
 	}
 	return held
 }

@@ -81,3 +81,48 @@ func TestDriftStoreFailureHoldsInMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestPersonsHoldNotSkippedByAListing: a person quarantines a tool in the
+// shared store between two polls of a gateway; the gateway's next listing
+// writes its observations, and its next poll still loads the hold (a
+// listing that moved the tracker's version to the store's skipped it).
+func TestPersonsHoldNotSkippedByAListing(t *testing.T) {
+	mem := toolstate.NewMem()
+	d := newDriftTracker(Config{Policy: policy.Default(), Tools: mem, ServerID: "srv"}, slog.New(slog.DiscardHandler), nil, nil, nil)
+	facts := func(string) *toolFacts { return nil }
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, facts)
+	if err := mem.Share().Hold(context.Background(), toolstate.Quarantine{ServerID: "srv", Tool: "lookup", By: "alice", Reason: "incident", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	d.polled = time.Now() // the listing comes before the poll is due
+	d.mu.Unlock()
+	d.observe(base, true, true, base, facts)
+	d.mu.Lock()
+	d.polled = time.Time{}
+	d.mu.Unlock()
+	d.poll()
+	h, _ := drift.Hash(base[0])
+	if cd := d.forCall("lookup", true, h); cd.verdict.Action != pipeline.Quarantine || cd.verdict.Rule != RuleManualHold {
+		t.Fatalf("the person's hold is not in force: %+v", cd.verdict)
+	}
+}
+
+// TestPageObservedForReview: a page of a listing the client never
+// completes still records its tools' definitions, so that a person can
+// diff and approve them (before, only complete listings were observed:
+// under --baseline require such a tool could never be approved).
+func TestPageObservedForReview(t *testing.T) {
+	mem := toolstate.NewMem()
+	d := newDriftTracker(Config{Policy: policy.Default(), Tools: mem, ServerID: "srv", Baseline: policy.BaselineRequire}, slog.New(slog.DiscardHandler), nil, nil, nil)
+	page := []mcp.Tool{driftTool("internal")}
+	d.observe(page, true, false, nil, func(string) *toolFacts { return nil })
+	st, err := mem.Tool(context.Background(), "srv", "lookup")
+	if err != nil || st.Observed == nil || st.Observed.Definition == nil {
+		t.Fatalf("page not observed: %+v %v", st, err)
+	}
+	if _, err := mem.Approve(context.Background(), toolstate.Approval{ServerID: "srv", Tool: "lookup", ExpectHash: st.Observed.Hash, By: "alice", Reason: "ok", At: time.Now()}); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+}

@@ -10,7 +10,11 @@
 package drift
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 )
 
 // Severity orders drift results: None < Minor < Moderate < High < Critical
@@ -213,4 +217,38 @@ type Listing struct {
 	// with no baseline whose definition, name aside, has the same hash as
 	// exactly one removed baseline.
 	Renamed map[string]string
+}
+
+// fixedKinds are the change kinds without a suffix.
+var fixedKinds = []string{KindToolAdded, KindToolRemoved, KindToolRenamed, KindTitleChanged, KindDescriptionChanged,
+	KindDirectiveAdded, KindFieldAdded, KindFieldRemoved, KindFieldRenamed, KindRequiredAdded, KindRequiredRemoved,
+	KindTypeChanged, KindConstraintRelaxed, KindConstraintTightened, KindSensitiveFieldAdded, KindOutputSchemaChanged,
+	KindAnnotationsChanged, KindMetadataDowngraded, KindSchemaChanged, KindMetaChanged}
+
+// ValidKind reports whether s is a change kind Compare or CompareListing
+// can report: a fixed kind, effect_added_<effect>,
+// side_effect_escalated_to_<side effect>, externality_changed_to_<widened
+// externality>, or scope_added_ / data_class_added_ followed by one to 64
+// bytes of [a-z0-9_] (the suffix mapping of a server's string). Policy
+// uses it to refuse a condition testing a kind that can never occur
+// ("externality_changed_to_externl" in drift.changes).
+func ValidKind(s string) bool {
+	if slices.Contains(fixedKinds, s) {
+		return true
+	}
+	for prefix, vocab := range map[string][]string{
+		KindEffectAdded:         toolmeta.Effects,
+		KindSideEffectEscalated: {"mutating", "destructive"},
+		KindExternalityChanged:  {"external", "third_party"},
+	} {
+		if rest, ok := strings.CutPrefix(s, prefix); ok {
+			return slices.Contains(vocab, rest)
+		}
+	}
+	for _, prefix := range []string{KindScopeAdded, KindDataClassAdded} {
+		if rest, ok := strings.CutPrefix(s, prefix); ok {
+			return len(rest) > 0 && len(rest) <= 64 && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
+		}
+	}
+	return false
 }

@@ -43,6 +43,11 @@ func FuzzCompare(f *testing.F) {
 			t.Fatalf("Compare(a, a) = %+v", r)
 		}
 		r := Compare(a, b, Options{})
+		for _, c := range r.Changes {
+			if !ValidKind(c.Kind) {
+				t.Fatalf("Compare reported kind %q, which ValidKind (and so policy) refuses", c.Kind)
+			}
+		}
 		checkResult(t, r)
 		ca, errA := Canonical(a)
 		cb, errB := Canonical(b)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-mcp/gatehouse/internal/drift"
 	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolmeta"
 	"github.com/google/cel-go/cel"
@@ -289,6 +290,9 @@ func checkComparisons(a *celast.AST) error {
 			}
 			if vocab, ok := fieldValues[path]; ok && !slices.Contains(vocab, v.(string)) {
 				return fmt.Errorf("%d:%d: %s holds only %s: %q in it can never hold", loc.Line(), loc.Column()+1, path, strings.Join(vocab, ", "), v)
+			}
+			if (path == "drift.changes" || path == "drift.all_changes") && !drift.ValidKind(v.(string)) {
+				return fmt.Errorf("%d:%d: %s holds change kinds (docs/drift.md, \"Severity rules\"): %q is none, so in it can never hold", loc.Line(), loc.Column()+1, path, v)
 			}
 			return nil
 		}

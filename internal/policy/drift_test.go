@@ -78,6 +78,9 @@ rules:
 	if _, err := Parse("p.yaml", []byte("name: p\nversion: '1'\nrules:\n  - id: r\n    action: deny\n    reason: r\n    when: drift.severity == \"severe\"\n")); err == nil || !strings.Contains(err.Error(), "severe") {
 		t.Errorf("a severity outside the vocabulary: err = %v", err)
 	}
+	if _, err := Parse("p.yaml", []byte("name: p\nversion: '1'\nrules:\n  - id: r\n    action: deny\n    reason: r\n    when: '\"externality_changed_to_externl\" in drift.changes'\n")); err == nil || !strings.Contains(err.Error(), "holds change kinds") {
+		t.Errorf("a misspelt change kind: err = %v", err)
+	}
 	if _, err := Parse("p.yaml", []byte("name: p\nversion: '1'\nrules:\n  - id: r\n    action: deny\n    reason: r\n    when: drift.sevrity == \"high\"\n")); err == nil {
 		t.Error("a misspelt drift field compiled")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/evidence"
 	"github.com/gatehouse-mcp/gatehouse/internal/ledger"
 	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
 	"github.com/gatehouse-mcp/gatehouse/internal/verify"
 )
 
@@ -325,7 +326,7 @@ func parseShadowEvent(line []byte) (rec shadowRecord, ok bool, reason string) {
 		return rec, false, err.Error()
 	case badMember != "":
 		return rec, false, badMember + " is not a string"
-	case typ != decisionlog.TypeToolDecision && typ != decisionlog.TypeScanned:
+	case typ != decisionlog.TypeToolDecision && typ != decisionlog.TypeScanned && typ != decisionlog.TypeDrift:
 		if typ == "" {
 			return rec, false, "no event type"
 		}
@@ -344,6 +345,19 @@ func parseShadowEvent(line []byte) (rec shadowRecord, ok bool, reason string) {
 			return rec, false, "data does not have the shape of a tool decision"
 		}
 		rec.tool, rec.enforced, rec.shadowMode, rec.shadows = d.Tool, d.Decision, d.ShadowMode, d.ShadowDecisions
+		return rec, true, ""
+	}
+	if typ == decisionlog.TypeDrift {
+		// A listing in shadow mode that would have held a tool: the
+		// hold enforcing would have placed, for every later call.
+		var d decisionlog.Drift
+		if json.Unmarshal(data, &d) != nil {
+			return rec, false, "data does not have the shape of a drift event"
+		}
+		rec.tool, rec.phase, rec.enforced, rec.shadowMode, rec.shadows = d.Tool, "listing", "allow", d.ShadowMode, d.ShadowDecisions
+		if d.Held {
+			rec.enforced = string(policy.ActionQuarantine)
+		}
 		return rec, true, ""
 	}
 	var d decisionlog.Scanned

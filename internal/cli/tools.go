@@ -150,6 +150,14 @@ func (f *toolsWriteFlags) check(name string) error {
 	if strings.TrimSpace(f.reason) == "" {
 		return toolsUsage("tools %s: --reason TEXT is required: say why, it is recorded in the audit ledger", name)
 	}
+	// The placeholders of the approve hint that tools diff prints: pasted
+	// unchanged they would sign "YOUR_NAME" and "WHY" into the ledger.
+	if b := strings.TrimSpace(f.by); b == "YOUR_NAME" || b == "NAME" {
+		return toolsUsage("tools %s: --by %s is the hint's placeholder: give your name", name, b)
+	}
+	if r := strings.TrimSpace(f.reason); r == "WHY" || r == "..." {
+		return toolsUsage("tools %s: --reason %s is the hint's placeholder: say why", name, r)
+	}
 	return nil
 }
 
@@ -409,7 +417,7 @@ control and format characters as \uXXXX.
 It ends with the hash of the listed definition and the command that
 approves exactly it:
 
-  approve with: gatehouse tools approve SERVER TOOL --hash sha256:... --by NAME --reason ...
+  approve with: gatehouse tools approve SERVER TOOL --hash sha256:... --by YOUR_NAME --reason WHY
   definition_hash: sha256:...
 
 approve refuses that hash if the definition changes again in between.
@@ -542,7 +550,7 @@ func toolsDiff(w io.Writer, st toolstate.ToolState, paint bool) error {
 		fmt.Fprintln(w, "no baseline: under --baseline require every call to it is denied (baseline_required) until it is approved")
 	}
 	hold()
-	fmt.Fprintf(w, "approve with: gatehouse tools approve %s %s --hash %s --by NAME --reason ...\n", shellWord(server), shellWord(tool), obs.Hash)
+	fmt.Fprintf(w, "approve with: gatehouse tools approve %s %s --hash %s --by YOUR_NAME --reason WHY\n", shellWord(server), shellWord(tool), obs.Hash)
 	_, err = fmt.Fprintf(w, "definition_hash: %s\n", obs.Hash)
 	return err
 }
@@ -609,7 +617,7 @@ read or written, 64 usage.`,
 					if st, rerr := s.Tool(ctx, server, tool); rerr == nil && st.Observed != nil && st.Observed.Hash != "" {
 						now = st.Observed.Hash
 					}
-					return &exitError{code: toolsExitRefused, err: fmt.Errorf("tools approve: refused, nothing changed: the definition of tool %q of server %q changed since it was shown (shown %s, now listed %s): run \"gatehouse tools diff %s %s\" again and approve the hash it prints",
+					return &exitError{code: toolsExitRefused, err: fmt.Errorf("tools approve: refused, nothing changed: the hash given is not the definition of tool %q of server %q listed now (given %s, listed %s): it changed since it was shown, or the hash is mistyped; run \"gatehouse tools diff %s %s\" again and approve the hash it prints",
 						tool, server, hash, now, shellWord(server), shellWord(tool))}
 				case errors.Is(err, toolstate.ErrNotFound):
 					return &exitError{code: toolsExitRefused, err: fmt.Errorf("tools approve: refused, nothing changed: %w", err)}

@@ -366,7 +366,7 @@ func TestToolsDiff(t *testing.T) {
 		"baseline " + f.baseHash + ": first_use by gw-1 at ",
 		"observed " + f.curHash + " by gw-1 at ",
 		"quarantined (drift): definition " + f.curHash + ", by gw-1 at ",
-		"approve with: gatehouse tools approve srv publish_artifact --hash " + f.curHash + " --by NAME --reason ...\n",
+		"approve with: gatehouse tools approve srv publish_artifact --hash " + f.curHash + " --by YOUR_NAME --reason WHY\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("diff lacks %q:\n%s", want, out)
@@ -504,7 +504,7 @@ func TestToolsApproveStale(t *testing.T) {
 	out, errOut, code := runToolsCLI(t, "tools", "approve", "srv", "publish_artifact", "--state", f.state, "--ledger-key", f.skey,
 		"--hash", shownHash, "--by", "alice", "--reason", "looked fine")
 	wantCode(t, code, 1, out, errOut)
-	for _, want := range []string{"refused, nothing changed", "changed since it was shown", "shown " + shownHash, "now listed " + nowHash, `run "gatehouse tools diff srv publish_artifact" again`} {
+	for _, want := range []string{"refused, nothing changed", "changed since it was shown", "given " + shownHash, "listed " + nowHash, "or the hash is mistyped", `run "gatehouse tools diff srv publish_artifact" again`} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q: %s", want, errOut)
 		}
@@ -639,6 +639,8 @@ func TestToolsRefusals(t *testing.T) {
 	}{
 		{"no reason", nil, append(approve, "--by", "a"), 64, "--reason TEXT is required"},
 		{"blank reason", nil, append(approve, "--by", "a", "--reason", "  "), 64, "--reason TEXT is required"},
+		{"the hint's --by pasted", nil, append(approve, "--by", "YOUR_NAME", "--reason", "r"), 64, "--by YOUR_NAME is the hint's placeholder"},
+		{"the hint's --reason pasted", nil, append(approve, "--by", "a", "--reason", "WHY"), 64, "--reason WHY is the hint's placeholder"},
 		{"no by, no USER", map[string]string{"USER": ""}, append(approve, "--reason", "r"), 64, "--by NAME is required"},
 		{"no hash", nil, []string{"tools", "approve", "srv", "publish_artifact", "--state", f.state, "--by", "a", "--reason", "r"}, 64, "--hash is required"},
 		{"bad hash", nil, []string{"tools", "approve", "srv", "publish_artifact", "--state", f.state, "--hash", "abc", "--by", "a", "--reason", "r"}, 64, "want sha256:"},

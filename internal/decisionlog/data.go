@@ -139,6 +139,11 @@ type Drift struct {
 	// Method is the message that showed the listing: tools/list (the
 	// client's or the gateway's own fetch).
 	Method string `json:"method"`
+	// ShadowMode is true in shadow mode when the tool would have been
+	// held: ShadowDecisions then has the would-have quarantine (stage
+	// drift) and Held is false.
+	ShadowMode      bool             `json:"shadow_mode,omitempty"`
+	ShadowDecisions []ShadowDecision `json:"shadow_decisions,omitempty"`
 }
 
 // DriftChange is one classified change of a [Drift] event.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -347,6 +348,11 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 			td.status = driftAdded
 			td.result = drift.AddedTool(t, opts)
 			td.result.Action = string(d.settings.Added)
+			if d.settings.Baseline == policy.BaselineRequire {
+				// What its calls get (forCall: baseline_required), so
+				// that the drift event and the stderr line say so.
+				td.result.Action = string(policy.ActionDeny)
+			}
 		}
 		d.listed[t.Name] = td
 	}
@@ -600,6 +606,13 @@ func (d *driftTracker) report(name string, td *toolDrift, rule, reason string) {
 		ev.Held, ev.MatchedRule, ev.Reason = true, q.Rule, q.Reason
 	} else if rule != "" {
 		ev.MatchedRule, ev.Reason = rule, reason
+		if d.shadow {
+			// What enforcing would have done at this listing: hold the
+			// tool for every later call (report shadow counts it).
+			ev.ShadowMode = true
+			ev.ShadowDecisions = []decisionlog.ShadowDecision{{Action: string(policy.ActionQuarantine), MatchedRule: rule, Reason: reason, Stage: StageDrift}}
+			d.log.Warn("shadow mode: the tool would have been quarantined", "server", linesafe.Text(d.serverID), "tool", linesafe.Text(name), "rule", linesafe.Text(rule))
+		}
 	}
 	d.emit(ev)
 }
@@ -686,7 +699,7 @@ func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 	b, hasBaseline := d.baselines[name]
 	if !hasBaseline && d.settings.Baseline == policy.BaselineRequire {
 		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleBaselineRequired, ReasonCode: "baseline_required",
-			Reason: "no approved baseline for this tool (--baseline require; gatehouse tools approve)", Code: CodeDenied}
+			Reason: "no approved baseline for this tool of server " + strconv.Quote(d.serverID) + " (--baseline require): a person reviews it with gatehouse tools diff and approves the hash it prints with gatehouse tools approve", Code: CodeDenied}
 		out.decided = true
 		if out.result == nil {
 			out.result = &evidence.DriftResult{Severity: drift.Moderate.String(), Action: string(policy.ActionDeny), Changes: []string{drift.KindToolAdded}}

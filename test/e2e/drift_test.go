@@ -665,8 +665,13 @@ func TestDraftExampleShadow(t *testing.T) {
 	if calls := r.serverCalls(); !slices.Contains(calls, "publish_artifact") {
 		t.Fatalf("the call did not reach the server: %v", calls)
 	}
-	if d := r.events("gatehouse.drift.v1"); len(d) != 1 || d[0]["held"] != false || d[0]["severity"] != "critical" {
-		t.Errorf("drift events: %v", d)
+	d := r.events("gatehouse.drift.v1")
+	if len(d) != 1 || d[0]["held"] != false || d[0]["severity"] != "critical" || d[0]["shadow_mode"] != true {
+		t.Fatalf("drift events: %v", d)
+	}
+	// The would-have hold of the listing, for every later call.
+	if sd, _ := json.Marshal(d[0]["shadow_decisions"]); !strings.Contains(string(sd), `"action":"quarantine","matched_rule":"high_risk_externality_drift"`) {
+		t.Errorf("the drift event's shadow_decisions: %s", sd)
 	}
 	var decision map[string]any
 	for _, ev := range r.events("gatehouse.tool.decision.v1") {
@@ -690,5 +695,19 @@ func TestDraftExampleShadow(t *testing.T) {
 	report := gatehouseOK(t, "report", "shadow", "--format", "json", r.log)
 	if !strings.Contains(report, "high_risk_externality_drift") || !strings.Contains(report, "quarantine") {
 		t.Errorf("report shadow:\n%s", report)
+	}
+	// The listing alone (no call) is reported too.
+	listingOnly := filepath.Join(dir, "listing-only.jsonl")
+	var lines []string
+	for _, l := range strings.Split(string(harness.ReadFile(t, r.log)), "\n") {
+		if strings.Contains(l, `"type":"gatehouse.drift.v1"`) {
+			lines = append(lines, l)
+		}
+	}
+	if err := os.WriteFile(listingOnly, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := gatehouseOK(t, "report", "shadow", "--format", "json", listingOnly); !strings.Contains(rep, "high_risk_externality_drift") {
+		t.Errorf("report shadow of the listing alone:\n%s", rep)
 	}
 }

@@ -121,6 +121,9 @@ type driftTracker struct {
 	// unstored are the holds the store could not record: kept in force
 	// whatever the store says, for the rest of the run.
 	unstored map[string]bool
+	// unstoredBase are the first-use baselines the store could not
+	// record: kept across reloads while the store has none of the tool.
+	unstoredBase map[string]bool
 	// records are the ledger records of a listing (or a call's hold)
 	// not written yet: flushLocked writes them in one group.
 	records []ToolRecord
@@ -232,6 +235,13 @@ func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, 
 	for name := range d.unstored {
 		if _, ok := holds[name]; !ok {
 			holds[name] = d.holds[name]
+		}
+	}
+	for name := range d.unstoredBase {
+		if _, ok := baselines[name]; ok {
+			delete(d.unstoredBase, name)
+		} else if b, ok := d.baselines[name]; ok {
+			baselines[name] = b
 		}
 	}
 	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
@@ -442,9 +452,9 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 		if err := d.store.Observe(ctx, obs); err != nil {
 			d.log.Error("tool state: recording the listing failed", "err", err)
 		}
-		if v, err := d.store.Version(ctx); err == nil {
-			d.version = v
-		}
+		// d.version is not moved to the store's version now: another
+		// writer's change (a person's hold) made since the last reload
+		// would count as read. The next poll reloads.
 	}
 	return held
 }
@@ -474,11 +484,12 @@ func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opt
 			d.log.Error("tool state: a first-use baseline was refused as invalid", "err", err)
 			continue
 		case err != nil:
-			// The store failed: kept in this gateway all the same (until
-			// the next reload of the store), so that the tool's drift in
-			// a later listing is still found.
+			// The store failed: kept in this gateway all the same (across
+			// reloads, until the store has a baseline of the tool), so
+			// that the tool's drift in a later listing is still found.
 			d.log.Error("tool state: recording a first-use baseline failed; it is kept in this gateway only", "err", err)
 			b = mine
+			d.unstoredBase = setFlag(d.unstoredBase, t.Name)
 		case won:
 			d.record(kindToolBaseline, toolstate.BaselineRecord{ServerID: d.serverID, Tool: t.Name, Hash: b.Hash,
 				Origin: b.Origin, ApprovedBy: b.By, ApprovedAt: toolstate.LedgerTime(b.At)})

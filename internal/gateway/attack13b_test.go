@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-mcp/gatehouse/internal/drift"
+	"github.com/gatehouse-mcp/gatehouse/internal/mcp"
+	"github.com/gatehouse-mcp/gatehouse/internal/pipeline"
+	"github.com/gatehouse-mcp/gatehouse/internal/policy"
+	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
+)
+
+// hookStore is a tool-state store that runs beforeObserve once, just
+// before an Observe, and can hold a Tools read after it has read
+// (toolsRead is closed once the states are read, and the read returns
+// when release is closed): another writer's change landing at a chosen
+// moment.
+type hookStore struct {
+	toolstate.Store
+	mu            sync.Mutex
+	beforeObserve func()
+	toolsRead     chan struct{}
+	release       chan struct{}
+}
+
+func (s *hookStore) Observe(ctx context.Context, obs []toolstate.Observation) error {
+	s.mu.Lock()
+	f := s.beforeObserve
+	s.beforeObserve = nil
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return s.Store.Observe(ctx, obs)
+}
+
+func (s *hookStore) Tools(ctx context.Context, server string) ([]toolstate.ToolState, error) {
+	states, err := s.Store.Tools(ctx, server)
+	s.mu.Lock()
+	read, release := s.toolsRead, s.release
+	s.toolsRead, s.release = nil, nil
+	s.mu.Unlock()
+	if read != nil {
+		close(read)
+		<-release
+	}
+	return states, err
+}
+
+func newTestTracker(t *testing.T, st toolstate.Store, pol *policy.Policy) *driftTracker {
+	t.Helper()
+	if pol == nil {
+		pol = policy.Default()
+	}
+	return newDriftTracker(Config{Policy: pol, Tools: st, ServerID: "srv", ToolsPoll: time.Hour}, slog.New(slog.DiscardHandler), nil, nil, nil)
+}
+
+// pollNow makes a poll due and runs it.
+func (d *driftTracker) pollNow() {
+	d.mu.Lock()
+	d.polled = time.Time{}
+	d.mu.Unlock()
+	d.poll()
+}
+
+func noFacts(string) *toolFacts { return nil }
+
+func hashOf(t *testing.T, tl mcp.Tool) string {
+	t.Helper()
+	h, err := drift.Hash(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestPersonsHoldDuringListingNotMissed: a person quarantines a tool
+// (gatehouse tools quarantine) while the gateway records a listing. The
+// gateway took the store's version after its own write as the version of
+// its copy, so the person's hold, written just before, was never read:
+// the tool stayed callable until some other write moved the version.
+func TestPersonsHoldDuringListingNotMissed(t *testing.T) {
+	mem := toolstate.NewMem()
+	st := &hookStore{Store: mem}
+	d := newTestTracker(t, st, nil)
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, noFacts)
+	st.beforeObserve = func() {
+		if err := mem.Share().Hold(context.Background(), toolstate.Quarantine{ServerID: "srv", Tool: "lookup", By: "alice", Reason: "incident 42"}); err != nil {
+			t.Error(err)
+		}
+	}
+	d.observe(base, true, true, base, noFacts) // the person's hold lands while this listing is recorded
+	d.pollNow()
+	if cd := d.forCall("lookup", true, hashOf(t, base[0])); cd.verdict.Action != pipeline.Quarantine {
+		t.Fatalf("a person's hold placed during a listing is not honoured: %+v", cd.verdict)
+	}
+}
+
+// TestFirstUseKeptAcrossReload: a first-use baseline the store refused is
+// kept in the gateway. It was dropped at the next reload of the store
+// (any other writer, another gateway's listing say, moves the version),
+// so the tool's drift in a later listing went unfound (taken as an added
+// tool, monitored).
+func TestFirstUseKeptAcrossReload(t *testing.T) {
+	mem := toolstate.NewMem()
+	d := newTestTracker(t, failingFirstUse{mem}, nil)
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, noFacts)
+	if err := mem.Share().Hold(context.Background(), toolstate.Quarantine{ServerID: "srv", Tool: "other", By: "alice", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	d.pollNow()
+	cur := []mcp.Tool{driftTool("external")}
+	if held := d.observe(cur, true, true, cur, noFacts); !held["lookup"] {
+		t.Fatalf("critical drift from a baseline the store refused is not held after a reload: %v", held)
+	}
+}

@@ -120,3 +120,38 @@ func TestFirstUseKeptAcrossReload(t *testing.T) {
 		t.Fatalf("critical drift from a baseline the store refused is not held after a reload: %v", held)
 	}
 }
+
+// TestPollDoesNotUndoNewerHold: a poll that read the store before the
+// gateway held a tool (a call's policy decided quarantine) must not
+// install that older state over the hold: the next call to the tool was
+// forwarded.
+func TestPollDoesNotUndoNewerHold(t *testing.T) {
+	mem := toolstate.NewMem()
+	st := &hookStore{Store: mem}
+	d := newTestTracker(t, st, nil)
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, noFacts)
+	h := hashOf(t, base[0])
+	// Another writer moves the version, so that the poll reads the state.
+	if err := mem.Share().Hold(context.Background(), toolstate.Quarantine{ServerID: "srv", Tool: "other", By: "alice", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	read, release := make(chan struct{}), make(chan struct{})
+	st.mu.Lock()
+	st.toolsRead, st.release = read, release
+	st.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.pollNow(); close(done) }()
+	<-read // the poll has read the state without the hold
+	d.holdFromDecision("lookup", h, "exfil_args", "the call's arguments name an external host")
+	close(release)
+	<-done
+	if cd := d.forCall("lookup", true, h); cd.verdict.Action != pipeline.Quarantine {
+		t.Fatalf("a hold placed while a poll read the store was undone by it: %+v", cd.verdict)
+	}
+	// And the next poll reads it from the store.
+	d.pollNow()
+	if cd := d.forCall("lookup", true, h); cd.verdict.Action != pipeline.Quarantine {
+		t.Fatalf("after the next poll: %+v", cd.verdict)
+	}
+}

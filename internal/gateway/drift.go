@@ -118,6 +118,10 @@ type driftTracker struct {
 	polled       time.Time
 	reported     map[string]string // tool -> what its last drift event said
 	polling      atomic.Bool       // a poll runs
+	// local counts the tracker's own changes of baselines and holds: a
+	// poll that read the store before one of them does not install what
+	// it read (it would undo the change until the next poll).
+	local uint64
 	// unstored are the holds the store could not record: kept in force
 	// whatever the store says, for the rest of the run.
 	unstored map[string]bool
@@ -265,12 +269,14 @@ func (d *driftTracker) poll() {
 	if due {
 		d.polled = time.Now()
 	}
-	version, loaded := d.version, d.loaded
 	d.mu.Unlock()
 	if !due || !d.polling.CompareAndSwap(false, true) {
 		return
 	}
 	defer d.polling.Store(false)
+	d.mu.Lock()
+	version, loaded, local := d.version, d.loaded, d.local
+	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	v, err := d.store.Version(ctx)
 	cancel()
@@ -287,6 +293,14 @@ func (d *driftTracker) poll() {
 		return
 	}
 	d.mu.Lock()
+	if d.local != local {
+		// The tracker changed its copy while the store was read (a hold
+		// placed, a baseline taken): what was read may predate it. The
+		// next call or listing polls again.
+		d.polled = time.Time{}
+		d.mu.Unlock()
+		return
+	}
 	if v >= d.version || !d.loaded {
 		d.installLocked(v, baselines, holds)
 	}
@@ -496,6 +510,7 @@ func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opt
 		}
 		if bt, err := drift.Parse(b.Definition); err == nil {
 			d.baselines[t.Name] = baselineDef{b: b, tool: bt}
+			d.local++
 		}
 		if b.Hash != td.hash {
 			// Another gateway's first use won with another
@@ -762,6 +777,7 @@ func (d *driftTracker) placeLocked(ctx context.Context, q toolstate.Quarantine) 
 		d.unstored = setFlag(d.unstored, q.Tool)
 	}
 	d.holds[q.Tool] = q
+	d.local++
 	d.log.Warn("tool quarantined: its calls are answered by the gateway until it is reviewed (gatehouse tools diff, approve or release)",
 		"server", linesafe.Text(q.ServerID), "tool", linesafe.Text(q.Tool), "rule", linesafe.Text(q.Rule), "severity", q.Severity)
 	d.record(kindToolQuarantine, toolstate.QuarantineRecord{ServerID: q.ServerID, Tool: q.Tool, Hash: q.Hash, Automatic: true,

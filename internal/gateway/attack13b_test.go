@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
@@ -153,5 +154,33 @@ func TestPollDoesNotUndoNewerHold(t *testing.T) {
 	d.pollNow()
 	if cd := d.forCall("lookup", true, h); cd.verdict.Action != pipeline.Quarantine {
 		t.Fatalf("after the next poll: %+v", cd.verdict)
+	}
+}
+
+// TestApprovedRenameHonoured: a person approves a renamed tool (gatehouse
+// tools approve on its new name lifts the gateway's hold and makes its
+// definition the baseline). The running gateway reloaded the store but
+// kept the tool's "renamed" status, whose drift.renamed action
+// (quarantine) held every call again until the client listed the tools
+// again, which many clients never do.
+func TestApprovedRenameHonoured(t *testing.T) {
+	mem := toolstate.NewMem()
+	d := newTestTracker(t, mem, nil)
+	keep := mcp.Tool{Name: "keep", Description: "Keep a note.", InputSchema: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string"}}}`)}
+	old := driftTool("internal")
+	renamed := old
+	renamed.Name = "lookup_v2"
+	l1, l2 := []mcp.Tool{keep, old}, []mcp.Tool{keep, renamed}
+	d.observe(l1, true, true, l1, noFacts)
+	if held := d.observe(l2, true, true, l2, noFacts); !held["lookup_v2"] {
+		t.Fatalf("the rename was not held (drift.renamed: quarantine): %v", held)
+	}
+	h := hashOf(t, renamed)
+	if _, err := mem.Share().Approve(context.Background(), toolstate.Approval{ServerID: "srv", Tool: "lookup_v2", ExpectHash: h, By: "alice", Reason: "renamed on purpose", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	d.pollNow()
+	if cd := d.forCall("lookup_v2", true, h); cd.decided {
+		t.Fatalf("the approved rename is still refused: %+v", cd.verdict)
 	}
 }

@@ -234,7 +234,8 @@ func (d *driftTracker) reloadLocked() {
 
 // installLocked makes what load read the tracker's copy (d.mu held) and
 // classifies the listed tools again against the baselines: a tool whose
-// listed definition is now its baseline (approved elsewhere) has no drift.
+// listed definition is now its baseline (approved elsewhere; a renamed
+// tool approved under its new name too) has no drift.
 func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, holds map[string]toolstate.Quarantine) {
 	for name := range d.unstored {
 		if _, ok := holds[name]; !ok {
@@ -251,9 +252,9 @@ func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, 
 	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
 	d.polled = time.Now()
 	for name, td := range d.listed {
-		if td.status == driftChanged || td.status == driftAdded {
+		if td.status == driftChanged || td.status == driftAdded || td.status == driftRenamed {
 			if b, ok := d.baselines[name]; ok && b.b.Hash == td.hash {
-				td.status, td.result, td.viewed = driftNone, drift.Result{Action: drift.ActionAllow}, nil
+				td.status, td.renamedFrom, td.result, td.viewed = driftNone, "", drift.Result{Action: drift.ActionAllow}, nil
 			}
 		}
 	}

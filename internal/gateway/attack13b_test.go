@@ -184,3 +184,28 @@ func TestApprovedRenameHonoured(t *testing.T) {
 		t.Fatalf("the approved rename is still refused: %+v", cd.verdict)
 	}
 }
+
+// TestAddedToolInListingWindowNotForwarded: with drift.added: quarantine
+// ("what holds every new tool"), a call to a tool the catalog took from
+// a listing the tracker has not compared yet was forwarded: the window
+// check refused only a tool with a baseline.
+func TestAddedToolInListingWindowNotForwarded(t *testing.T) {
+	pol, err := policy.Parse("t.yaml", []byte("name: t\nversion: \"1\"\ndrift: {added: quarantine}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newTestTracker(t, toolstate.NewMem(), pol)
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, noFacts)
+	added := mcp.Tool{Name: "upload", Description: "Upload a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"file":{"type":"string"}}}`)}
+	// The catalog has a listing with "upload"; the tracker has not seen it.
+	if cd := d.forCall("upload", true, hashOf(t, added)); !cd.decided || cd.verdict.Action == pipeline.Allow {
+		t.Fatalf("a call to an added tool in the listing window is forwarded: %+v", cd)
+	}
+	// Once compared: held as drift.added says.
+	l := []mcp.Tool{base[0], added}
+	d.observe(l, true, true, l, noFacts)
+	if cd := d.forCall("upload", true, hashOf(t, added)); cd.verdict.Action != pipeline.Quarantine {
+		t.Fatalf("after the comparison: %+v", cd.verdict)
+	}
+}

@@ -718,8 +718,11 @@ func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 		// The catalog has a definition the tracker has not compared
 		// yet: a call decided between a listing's cataloguing and its
 		// comparison. Not the baseline: refused (fail closed); the
-		// comparison follows at once.
-		if hasBaseline && b.b.Hash != hash {
+		// comparison follows at once. A tool with no baseline on a
+		// server with baselines is refused too: the comparison will find
+		// it added or renamed, which drift.added and drift.renamed may
+		// hold.
+		if (hasBaseline && b.b.Hash != hash) || (!hasBaseline && len(d.baselines) > 0 && !d.firstListing) {
 			out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift",
 				Reason: "the tool's listed definition is not its baseline and has not been compared with it yet; try again", Code: CodeDenied}
 			out.decided = true

@@ -735,8 +735,9 @@ func newToolsReleaseCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Lift the quarantine on a tool",
 		Long: `release lifts the hold on the tool, whoever placed it. A tool whose listed
 definition still differs from its baseline by drift whose action is
-quarantine is held again at the gateway's next listing: approve the
-definition (gatehouse tools diff, then approve) to keep it released.
+quarantine is held again by a running gateway at its next call or listing
+of the tool: approve the definition (gatehouse tools diff, then approve)
+to keep it released.
 
 The release is recorded in the audit ledger in the --state database: an
 entry of kind tool_release with server_id, tool_name, released_by, reason,
@@ -785,7 +786,7 @@ Exit status: 0 released, 1 the tool is not quarantined (nothing changed),
 			fmt.Fprintf(stdout, "released tool %s of server %s (the quarantine placed by %s, %s)\nrecorded in the audit ledger: entry %d, %s %s\n",
 				shown(tool), shown(server), shown(q.By), shown(holdCell(&q)), e.Seq, e.Kind, e.RecordID)
 			if before.Status() == toolstate.StatusQuarantined && before.Baseline != nil && before.Observed != nil && !before.Observed.Removed && before.Observed.Hash != before.Baseline.Hash {
-				fmt.Fprintf(stderr, "gatehouse: tools release: the listed definition of tool %s still differs from its baseline (drift %s): a gateway may hold it again at its next listing; \"gatehouse tools diff %s %s\" and approve it to keep it released\n",
+				fmt.Fprintf(stderr, "gatehouse: tools release: the listed definition of tool %s still differs from its baseline (drift %s): a gateway may hold it again at its next call or listing of it; \"gatehouse tools diff %s %s\" and approve it to keep it released\n",
 					shown(tool), shown(before.Observed.Severity), shellWord(server), shellWord(tool))
 			}
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,5 +208,38 @@ func TestAddedToolInListingWindowNotForwarded(t *testing.T) {
 	d.observe(l, true, true, l, noFacts)
 	if cd := d.forCall("upload", true, hashOf(t, added)); cd.verdict.Action != pipeline.Quarantine {
 		t.Fatalf("after the comparison: %+v", cd.verdict)
+	}
+}
+
+// TestReleasedDriftHoldHeldAgainAtNextCall pins what a person's release
+// of the gateway's drift hold does while the tool's listed definition
+// still drifts critically from its baseline: the next call (not only the
+// next listing, as the release's warning said) is quarantined by the
+// drift block's action, and the tool held again in the store.
+func TestReleasedDriftHoldHeldAgainAtNextCall(t *testing.T) {
+	mem := toolstate.NewMem()
+	h := newHarness(t, Config{ServerID: "srv", Tools: mem})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.recv()
+	var drifted []mcp.Tool
+	for _, tl := range mustTools(t, testTools) {
+		if tl.Name == "read" {
+			tl.Meta = []byte(`{"dev.gatehouse/security":{"externality":"external","declared_side_effects":["share"]}}`)
+		}
+		drifted = append(drifted, tl)
+	}
+	h.sess.catalog.replace(drifted)
+	h.sess.drift.observe(drifted, true, true, drifted, h.sess.catalog.factsFor)
+	if _, err := mem.Share().Release(context.Background(), "srv", "read"); err != nil {
+		t.Fatal(err)
+	}
+	h.sess.drift.pollNow()
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/released"}}}` + "\n")
+	if got := h.recv(); !strings.Contains(got, `"code":-32084`) {
+		t.Fatalf("the call after the release answered %s, want held (-32084)", got)
+	}
+	st, err := mem.Tool(context.Background(), "srv", "read")
+	if err != nil || st.Quarantine == nil || !st.Quarantine.Automatic {
+		t.Fatalf("not held again in the store after the call: %+v %v", st.Quarantine, err)
 	}
 }

@@ -243,3 +243,32 @@ func TestReleasedDriftHoldHeldAgainAtNextCall(t *testing.T) {
 		t.Fatalf("not held again in the store after the call: %+v %v", st.Quarantine, err)
 	}
 }
+
+// TestShadowStoreEffects pins what shadow mode does with the tool state:
+// first-use baselines are still taken (drift can only be found against a
+// baseline, and an enforcing gateway later compares with the one the
+// trial began with), but nothing is held, and a person's hold already in
+// the store is not enforced either: the call is forwarded with the
+// would-have quarantine recorded.
+func TestShadowStoreEffects(t *testing.T) {
+	mem := toolstate.NewMem()
+	if err := mem.Hold(context.Background(), toolstate.Quarantine{ServerID: "srv", Tool: "write", By: "alice", Reason: "incident 42"}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{ServerID: "srv", Tools: mem, Shadow: true})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	if got := h.recv(); strings.Contains(got, "QUARANTINED") {
+		t.Fatalf("shadow mode marked the listing: %s", got)
+	}
+	st, err := mem.Tool(context.Background(), "srv", "read")
+	if err != nil || st.Baseline == nil || st.Baseline.Origin != toolstate.OriginFirstUse {
+		t.Fatalf("shadow mode took no first-use baseline: %+v %v", st.Baseline, err)
+	}
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{}}}` + "\n")
+	if got := h.recv(); strings.Contains(got, `"error"`) {
+		t.Fatalf("shadow mode refused the call: %s", got)
+	}
+	if !h.waitServerGot(`"id":2`, 2*time.Second) {
+		t.Fatalf("shadow mode did not forward the call to the tool a person holds: %v", h.serverGot())
+	}
+}

@@ -617,14 +617,17 @@ read or written, 64 usage.`,
 				return &exitError{code: toolsExitUnreadable, err: fmt.Errorf("tools approve: %w", err)}
 			}
 			rec := toolstate.ApprovalRecord{ServerID: server, Tool: tool, Hash: b.Hash, ApprovedBy: b.By, Reason: b.Reason, ApprovedAt: toolstate.LedgerTime(b.At)}
-			if pb := before.Baseline; pb != nil {
+			// What the approval replaced is the store's answer, read in
+			// its transaction: another approval racing this one (a second
+			// terminal) must not make both claim the same hold and baseline.
+			if pb := b.Previous; pb != nil {
 				rec.PreviousHash, rec.PreviousOrigin = pb.Hash, pb.Origin
 			}
 			if o := before.Observed; o != nil && o.Hash == b.Hash {
 				rec.Severity, rec.Changes = o.Severity, o.Changes
 			}
 			after, aerr := s.Tool(ctx, server, tool)
-			if q := before.Quarantine; q != nil && aerr == nil && after.Quarantine == nil {
+			if q := b.Released; q != nil {
 				rec.Released = toolstate.HoldRecordOf(q)
 			}
 			done := fmt.Sprintf("tools approve: tool %q of server %q was approved (baseline %s)", tool, server, b.Hash)
@@ -638,7 +641,7 @@ read or written, 64 usage.`,
 			}
 			fmt.Fprintf(stdout, "\nrecorded in the audit ledger: entry %d, %s %s\n", e.Seq, e.Kind, e.RecordID)
 			if rec.Released != nil {
-				fmt.Fprintf(stdout, "released the quarantine placed by %s (%s)\n", shown(rec.Released.QuarantinedBy), shown(holdCell(before.Quarantine)))
+				fmt.Fprintf(stdout, "released the quarantine placed by %s (%s)\n", shown(rec.Released.QuarantinedBy), shown(holdCell(b.Released)))
 			}
 			if aerr == nil && after.Quarantine != nil {
 				fmt.Fprintf(stderr, "gatehouse: tools approve: tool %s of server %s stays quarantined (placed by %s: %s); \"gatehouse tools release\" lifts it\n",

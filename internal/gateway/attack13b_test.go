@@ -272,3 +272,30 @@ func TestShadowStoreEffects(t *testing.T) {
 		t.Fatalf("shadow mode did not forward the call to the tool a person holds: %v", h.serverGot())
 	}
 }
+
+// TestCallWaitsForListingWrites pins that a call's drift decision waits
+// while a listing's comparison writes to the store (d.mu is held through
+// observe, so that no call is decided on a half-applied listing): a slow
+// store slows calls during a listing, bounded by storeTimeout per write.
+// (The docs said a call never waits for the store; only polls are off
+// the call path.)
+func TestCallWaitsForListingWrites(t *testing.T) {
+	mem := toolstate.NewMem()
+	st := &hookStore{Store: mem}
+	d := newTestTracker(t, st, nil)
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, noFacts)
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	st.beforeObserve = func() { close(entered); <-unblock }
+	go d.observe(base, true, true, base, noFacts)
+	<-entered
+	decided := make(chan struct{})
+	go func() { d.forCall("lookup", true, hashOf(t, base[0])); close(decided) }()
+	select {
+	case <-decided:
+		t.Fatal("the call was decided while the listing's observation was being written")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(unblock)
+	<-decided
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,4 +299,49 @@ func TestCallWaitsForListingWrites(t *testing.T) {
 	}
 	close(unblock)
 	<-decided
+}
+
+// flakyHolds is a store whose Hold fails while failing is set (a
+// database briefly unreachable).
+type flakyHolds struct {
+	*toolstate.Mem
+	failing atomic.Bool
+}
+
+func (s *flakyHolds) Hold(ctx context.Context, q toolstate.Quarantine) error {
+	if s.failing.Load() {
+		return errBroken
+	}
+	return s.Mem.Hold(ctx, q)
+}
+
+// TestUnstoredHoldStoredWhenStoreRecovers: a hold the store could not
+// record was kept in the gateway for the rest of the run and never
+// written later, so no person could see or release it (tools release
+// answered "not quarantined"): the tool stayed held whatever the review
+// said. The gateway now writes it at the next poll that finds the store
+// working; from then on it is a stored hold like any other.
+func TestUnstoredHoldStoredWhenStoreRecovers(t *testing.T) {
+	st := &flakyHolds{Mem: toolstate.NewMem()}
+	d := newTestTracker(t, st, nil)
+	base := []mcp.Tool{driftTool("internal")}
+	d.observe(base, true, true, base, noFacts)
+	h := hashOf(t, base[0])
+	st.failing.Store(true)
+	d.holdFromDecision("lookup", h, "exfil_args", "the call's arguments name an external host")
+	if cd := d.forCall("lookup", true, h); cd.verdict.Action != pipeline.Quarantine {
+		t.Fatalf("the unstored hold is not in force: %+v", cd.verdict)
+	}
+	st.failing.Store(false)
+	d.pollNow()
+	if s, err := st.Mem.Tool(context.Background(), "srv", "lookup"); err != nil || s.Quarantine == nil {
+		t.Fatalf("the hold was not written once the store worked again: %+v %v", s.Quarantine, err)
+	}
+	if _, err := st.Mem.Share().Release(context.Background(), "srv", "lookup"); err != nil {
+		t.Fatalf("a person cannot release it: %v", err)
+	}
+	d.pollNow()
+	if cd := d.forCall("lookup", true, h); cd.decided {
+		t.Fatalf("released by a person, still held: %+v", cd.verdict)
+	}
 }

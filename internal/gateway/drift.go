@@ -123,7 +123,7 @@ type driftTracker struct {
 	// it read (it would undo the change until the next poll).
 	local uint64
 	// unstored are the holds the store could not record: kept in force
-	// whatever the store says, for the rest of the run.
+	// whatever the store says until a poll writes them (storeUnstored).
 	unstored map[string]bool
 	// unstoredBase are the first-use baselines the store could not
 	// record: kept across reloads while the store has none of the tool.
@@ -275,6 +275,7 @@ func (d *driftTracker) poll() {
 		return
 	}
 	defer d.polling.Store(false)
+	d.storeUnstored()
 	d.mu.Lock()
 	version, loaded, local := d.version, d.loaded, d.local
 	d.mu.Unlock()
@@ -308,6 +309,37 @@ func (d *driftTracker) poll() {
 	d.mu.Unlock()
 	if d.changed != nil {
 		d.changed()
+	}
+}
+
+// storeUnstored writes again the holds the store could not record (no
+// lock held while it writes): once stored, a hold is the store's like any
+// other, shown by gatehouse tools list and lifted by a person's release
+// or approval.
+func (d *driftTracker) storeUnstored() {
+	d.mu.Lock()
+	var qs []toolstate.Quarantine
+	for name := range d.unstored {
+		if q, ok := d.holds[name]; ok {
+			qs = append(qs, q)
+		}
+	}
+	d.mu.Unlock()
+	for _, q := range qs {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		err := d.store.Hold(ctx, q)
+		cancel()
+		if errors.Is(err, toolstate.ErrInvalid) {
+			continue // a value no store keeps: held in this gateway only
+		}
+		if err != nil {
+			return // still failing: tried again at the next poll
+		}
+		d.mu.Lock()
+		if cur, ok := d.holds[q.Tool]; ok && cur.At.Equal(q.At) && cur.Rule == q.Rule {
+			delete(d.unstored, q.Tool)
+		}
+		d.mu.Unlock()
 	}
 }
 

@@ -345,3 +345,34 @@ func TestUnstoredHoldStoredWhenStoreRecovers(t *testing.T) {
 		t.Fatalf("released by a person, still held: %+v", cd.verdict)
 	}
 }
+
+// TestBaselineReplacedElsewhereReclassifies: a person approves another
+// definition of a tool than the one this gateway lists (observed by
+// another gateway of the same server id). The reload installed the new
+// baseline but kept the listed definition's drift "none" from the old
+// one, so its calls were forwarded though it is not the approved
+// definition; it is compared with the new baseline at once.
+func TestBaselineReplacedElsewhereReclassifies(t *testing.T) {
+	mem := toolstate.NewMem()
+	d := newTestTracker(t, mem, nil)
+	mine := []mcp.Tool{driftTool("external")}
+	d.observe(mine, true, true, mine, noFacts) // first use: the external definition
+	other := driftTool("internal")
+	def, err := drift.Canonical(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh := hashOf(t, other)
+	b := mem.Share()
+	if err := b.Observe(context.Background(), []toolstate.Observation{{ServerID: "srv", Tool: "lookup", Hash: oh, Definition: def, Severity: "critical", By: "gw-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Approve(context.Background(), toolstate.Approval{ServerID: "srv", Tool: "lookup", ExpectHash: oh, By: "alice", Reason: "the internal one", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	d.pollNow()
+	cd := d.forCall("lookup", true, hashOf(t, mine[0]))
+	if !cd.decided || cd.verdict.Action != pipeline.Quarantine || cd.result == nil || cd.result.Severity != "critical" {
+		t.Fatalf("a definition that is not the approved baseline is called freely: %+v %+v", cd.verdict, cd.result)
+	}
+}

@@ -141,6 +141,7 @@ type baselineDef struct {
 
 // toolDrift is a listed tool's drift.
 type toolDrift struct {
+	tool        mcp.Tool // the listed definition
 	hash        string
 	status      string // driftNone, driftChanged, driftAdded, driftRenamed
 	renamedFrom string
@@ -249,15 +250,42 @@ func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, 
 			baselines[name] = b
 		}
 	}
+	old := d.baselines
 	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
 	d.polled = time.Now()
+	var opts drift.Options
 	for name, td := range d.listed {
-		if td.status == driftChanged || td.status == driftAdded || td.status == driftRenamed {
-			if b, ok := d.baselines[name]; ok && b.b.Hash == td.hash {
+		b, ok := d.baselines[name]
+		if !ok {
+			continue
+		}
+		switch {
+		case b.b.Hash == td.hash:
+			if td.status == driftChanged || td.status == driftAdded || td.status == driftRenamed {
 				td.status, td.renamedFrom, td.result, td.viewed = driftNone, "", drift.Result{Action: drift.ActionAllow}, nil
 			}
+		case td.hash != "" && td.status != driftRenamed && (old[name].b.Hash != b.b.Hash):
+			// The baseline was replaced elsewhere (an approval of
+			// another gateway's definition, another's first use): the
+			// listed definition is compared with the new one.
+			if opts.Actions == nil {
+				opts = drift.Options{Actions: d.actions(), Directives: d.directives}
+			}
+			td.status, td.renamedFrom, td.result, td.viewed = driftChanged, "", compareBaseline(b, td.tool, opts), nil
 		}
 	}
+}
+
+// compareBaseline is drift.Compare of a listed definition whose hash is
+// not its baseline's: never "none" (hashes differ but nothing classified,
+// a member outside the compared ones: still not the baseline, minor).
+func compareBaseline(b baselineDef, t mcp.Tool, opts drift.Options) drift.Result {
+	r := drift.Compare(b.tool, t, opts)
+	if r.Severity == drift.None {
+		r.Severity, r.Action = drift.Minor, opts.Actions[drift.Minor]
+		r.Changes = []drift.Change{{Kind: drift.KindDescriptionChanged, Severity: drift.Minor}}
+	}
+	return r
 }
 
 // poll reloads the store's state when another writer changed it, at most
@@ -388,17 +416,10 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 		if err != nil {
 			d.log.Warn("tools/list: a tool definition cannot be canonicalized; compared as changed", "name_bytes", len(t.Name), "err", err)
 		}
-		td := &toolDrift{hash: hash, status: driftNone, result: drift.Result{Action: drift.ActionAllow}}
+		td := &toolDrift{tool: t, hash: hash, status: driftNone, result: drift.Result{Action: drift.ActionAllow}}
 		if b, ok := d.baselines[t.Name]; ok {
 			if b.b.Hash != hash {
-				td.status, td.result = driftChanged, drift.Compare(b.tool, t, opts)
-				if td.result.Severity == drift.None {
-					// Hashes differ but nothing classified (a member
-					// outside the compared ones): still not the
-					// baseline.
-					td.result.Severity, td.result.Action = drift.Minor, opts.Actions[drift.Minor]
-					td.result.Changes = []drift.Change{{Kind: drift.KindDescriptionChanged, Severity: drift.Minor}}
-				}
+				td.status, td.result = driftChanged, compareBaseline(b, t, opts)
 			}
 		} else if hadBaselines || d.settings.Baseline == policy.BaselineRequire {
 			td.status = driftAdded

@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolstate/backends"
+	tspostgres "github.com/gatehouse-mcp/gatehouse/internal/toolstate/postgres"
 )
 
 // Exit codes of the tools commands (docs/drift.md, "Review").
@@ -113,6 +114,18 @@ func toolsOpenState(ctx context.Context, state string) (toolstate.Store, string,
 			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("no tool state at %s yet (gatehouse wrap records the tools it sees there; --state names another)", ledgerDisplayDSN(dsn))}
 		} else if err != nil {
 			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)}
+		}
+	}
+	if ledger.IsPostgresDSN(dsn) {
+		// As for SQLite: a database where no gateway recorded anything
+		// (a wrong database or search_path) is not given tables, nor a
+		// hold that no gateway reads.
+		ok, err := tspostgres.Exists(ctx, dsn)
+		if err != nil {
+			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)}
+		}
+		if !ok {
+			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("no tool state at %s yet (gatehouse wrap records the tools it sees there; --state names another)", ledgerDisplayDSN(dsn))}
 		}
 	}
 	s, err := backends.Open(ctx, dsn)

@@ -122,6 +122,24 @@ func Open(ctx context.Context, dsn string) (toolstate.Store, error) {
 	return &store{pool: pool}, nil
 }
 
+// Exists reports whether the database dsn names (with its search_path)
+// holds a Gatehouse state: the tool-state tables or the audit ledger's.
+// It creates nothing: gatehouse tools refuses a --state where no gateway
+// ever recorded anything, as it refuses a SQLite file that does not exist.
+// The error is a connection or query failure.
+func Exists(ctx context.Context, dsn string) (bool, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return false, fmt.Errorf("toolstate: connecting to PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('tool_state_meta') IS NOT NULL OR to_regclass('ledger_meta') IS NOT NULL`).Scan(&ok); err != nil {
+		return false, fmt.Errorf("toolstate: PostgreSQL: looking for the state tables: %w", err)
+	}
+	return ok, nil
+}
+
 type store struct {
 	pool *pgxpool.Pool
 	// mu is held shared by every call and exclusively by Close, so

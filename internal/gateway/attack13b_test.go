@@ -376,3 +376,25 @@ func TestBaselineReplacedElsewhereReclassifies(t *testing.T) {
 		t.Fatalf("a definition that is not the approved baseline is called freely: %+v %+v", cd.verdict, cd.result)
 	}
 }
+
+// TestUncanonicalToolDriftFound: a tool whose definition RFC 8785 cannot
+// carry exactly (a number beyond float64's exact integers in its
+// inputSchema) has no hash, so it never got a first-use baseline, and
+// any later definition of it (external sharing added) was never compared:
+// called as a tool with no drift.
+func TestUncanonicalToolDriftFound(t *testing.T) {
+	d := newTestTracker(t, toolstate.NewMem(), nil)
+	mk := func(ext string) mcp.Tool {
+		tl := driftTool(ext)
+		tl.InputSchema = json.RawMessage(`{"type":"object","properties":{"word":{"type":"integer","maximum":18446744073709551615}}}`)
+		return tl
+	}
+	base := []mcp.Tool{mk("internal")}
+	d.observe(base, true, true, base, noFacts)
+	cur := []mcp.Tool{mk("external")}
+	d.observe(cur, true, true, cur, noFacts)
+	h, _ := drift.Hash(cur[0])
+	if cd := d.forCall("lookup", true, h); !cd.decided || cd.verdict.Action == pipeline.Allow {
+		t.Fatalf("drift of a tool that cannot be canonicalized is not found: %+v", cd)
+	}
+}

@@ -755,6 +755,16 @@ func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 	if !known {
 		return out
 	}
+	if hash == "" {
+		// RFC 8785 cannot carry the definition (a number beyond
+		// float64's exact integers): it has no hash, so it can have no
+		// baseline and its drift can never be found. Refused (fail
+		// closed) rather than called as a tool that never drifts.
+		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift",
+			Reason: "the tool's definition cannot be canonicalized (RFC 8785), so it cannot be compared with a baseline", Code: CodeDenied}
+		out.decided = true
+		return out
+	}
 	b, hasBaseline := d.baselines[name]
 	if !hasBaseline && d.settings.Baseline == policy.BaselineRequire {
 		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleBaselineRequired, ReasonCode: "baseline_required",

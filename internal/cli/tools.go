@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-mcp/gatehouse/internal/scan"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolstate"
 	"github.com/gatehouse-mcp/gatehouse/internal/toolstate/backends"
+	tspostgres "github.com/gatehouse-mcp/gatehouse/internal/toolstate/postgres"
 )
 
 // Exit codes of the tools commands (docs/drift.md, "Review").
@@ -113,6 +114,18 @@ func toolsOpenState(ctx context.Context, state string) (toolstate.Store, string,
 			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("no tool state at %s yet (gatehouse wrap records the tools it sees there; --state names another)", ledgerDisplayDSN(dsn))}
 		} else if err != nil {
 			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)}
+		}
+	}
+	if ledger.IsPostgresDSN(dsn) {
+		// As for SQLite: a database where no gateway recorded anything
+		// (a wrong database or search_path) is not given tables, nor a
+		// hold that no gateway reads.
+		ok, err := tspostgres.Exists(ctx, dsn)
+		if err != nil {
+			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("--state %s: %w", ledgerDisplayDSN(dsn), err)}
+		}
+		if !ok {
+			return nil, dsn, &exitError{code: toolsExitUnreadable, err: fmt.Errorf("no tool state at %s yet (gatehouse wrap records the tools it sees there; --state names another)", ledgerDisplayDSN(dsn))}
 		}
 	}
 	s, err := backends.Open(ctx, dsn)
@@ -625,14 +638,17 @@ read or written, 64 usage.`,
 				return &exitError{code: toolsExitUnreadable, err: fmt.Errorf("tools approve: %w", err)}
 			}
 			rec := toolstate.ApprovalRecord{ServerID: server, Tool: tool, Hash: b.Hash, ApprovedBy: b.By, Reason: b.Reason, ApprovedAt: toolstate.LedgerTime(b.At)}
-			if pb := before.Baseline; pb != nil {
+			// What the approval replaced is the store's answer, read in
+			// its transaction: another approval racing this one (a second
+			// terminal) must not make both claim the same hold and baseline.
+			if pb := b.Previous; pb != nil {
 				rec.PreviousHash, rec.PreviousOrigin = pb.Hash, pb.Origin
 			}
 			if o := before.Observed; o != nil && o.Hash == b.Hash {
 				rec.Severity, rec.Changes = o.Severity, o.Changes
 			}
 			after, aerr := s.Tool(ctx, server, tool)
-			if q := before.Quarantine; q != nil && aerr == nil && after.Quarantine == nil {
+			if q := b.Released; q != nil {
 				rec.Released = toolstate.HoldRecordOf(q)
 			}
 			done := fmt.Sprintf("tools approve: tool %q of server %q was approved (baseline %s)", tool, server, b.Hash)
@@ -646,7 +662,7 @@ read or written, 64 usage.`,
 			}
 			fmt.Fprintf(stdout, "\nrecorded in the audit ledger: entry %d, %s %s\n", e.Seq, e.Kind, e.RecordID)
 			if rec.Released != nil {
-				fmt.Fprintf(stdout, "released the quarantine placed by %s (%s)\n", shown(rec.Released.QuarantinedBy), shown(holdCell(before.Quarantine)))
+				fmt.Fprintf(stdout, "released the quarantine placed by %s (%s)\n", shown(rec.Released.QuarantinedBy), shown(holdCell(b.Released)))
 			}
 			if aerr == nil && after.Quarantine != nil {
 				fmt.Fprintf(stderr, "gatehouse: tools approve: tool %s of server %s stays quarantined (placed by %s: %s); \"gatehouse tools release\" lifts it\n",
@@ -743,8 +759,9 @@ func newToolsReleaseCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Lift the quarantine on a tool",
 		Long: `release lifts the hold on the tool, whoever placed it. A tool whose listed
 definition still differs from its baseline by drift whose action is
-quarantine is held again at the gateway's next listing: approve the
-definition (gatehouse tools diff, then approve) to keep it released.
+quarantine is held again by a running gateway at its next call or listing
+of the tool: approve the definition (gatehouse tools diff, then approve)
+to keep it released.
 
 The release is recorded in the audit ledger in the --state database: an
 entry of kind tool_release with server_id, tool_name, released_by, reason,
@@ -793,7 +810,7 @@ Exit status: 0 released, 1 the tool is not quarantined (nothing changed),
 			fmt.Fprintf(stdout, "released tool %s of server %s (the quarantine placed by %s, %s)\nrecorded in the audit ledger: entry %d, %s %s\n",
 				shown(tool), shown(server), shown(q.By), shown(holdCell(&q)), e.Seq, e.Kind, e.RecordID)
 			if before.Status() == toolstate.StatusQuarantined && before.Baseline != nil && before.Observed != nil && !before.Observed.Removed && before.Observed.Hash != before.Baseline.Hash {
-				fmt.Fprintf(stderr, "gatehouse: tools release: the listed definition of tool %s still differs from its baseline (drift %s): a gateway may hold it again at its next listing; \"gatehouse tools diff %s %s\" and approve it to keep it released\n",
+				fmt.Fprintf(stderr, "gatehouse: tools release: the listed definition of tool %s still differs from its baseline (drift %s): a gateway may hold it again at its next call or listing of it; \"gatehouse tools diff %s %s\" and approve it to keep it released\n",
 					shown(tool), shown(before.Observed.Severity), shellWord(server), shellWord(tool))
 			}
 			return nil

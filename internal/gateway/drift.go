@@ -119,9 +119,16 @@ type driftTracker struct {
 	polled       time.Time
 	reported     map[string]string // tool -> what its last drift event said
 	polling      atomic.Bool       // a poll runs
+	// local counts the tracker's own changes of baselines and holds: a
+	// poll that read the store before one of them does not install what
+	// it read (it would undo the change until the next poll).
+	local uint64
 	// unstored are the holds the store could not record: kept in force
-	// whatever the store says, for the rest of the run.
+	// whatever the store says until a poll writes them (storeUnstored).
 	unstored map[string]bool
+	// unstoredBase are the first-use baselines the store could not
+	// record: kept across reloads while the store has none of the tool.
+	unstoredBase map[string]bool
 	// records are the ledger records of a listing (or a call's hold)
 	// not written yet: flushLocked writes them in one group.
 	records []ToolRecord
@@ -135,6 +142,7 @@ type baselineDef struct {
 
 // toolDrift is a listed tool's drift.
 type toolDrift struct {
+	tool        mcp.Tool // the listed definition
 	hash        string
 	status      string // driftNone, driftChanged, driftAdded, driftRenamed
 	renamedFrom string
@@ -228,22 +236,57 @@ func (d *driftTracker) reloadLocked() {
 
 // installLocked makes what load read the tracker's copy (d.mu held) and
 // classifies the listed tools again against the baselines: a tool whose
-// listed definition is now its baseline (approved elsewhere) has no drift.
+// listed definition is now its baseline (approved elsewhere; a renamed
+// tool approved under its new name too) has no drift.
 func (d *driftTracker) installLocked(v int64, baselines map[string]baselineDef, holds map[string]toolstate.Quarantine) {
 	for name := range d.unstored {
 		if _, ok := holds[name]; !ok {
 			holds[name] = d.holds[name]
 		}
 	}
-	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
-	d.polled = time.Now()
-	for name, td := range d.listed {
-		if td.status == driftChanged || td.status == driftAdded {
-			if b, ok := d.baselines[name]; ok && b.b.Hash == td.hash {
-				td.status, td.result, td.viewed = driftNone, drift.Result{Action: drift.ActionAllow}, nil
-			}
+	for name := range d.unstoredBase {
+		if _, ok := baselines[name]; ok {
+			delete(d.unstoredBase, name)
+		} else if b, ok := d.baselines[name]; ok {
+			baselines[name] = b
 		}
 	}
+	old := d.baselines
+	d.baselines, d.holds, d.version, d.loaded = baselines, holds, v, true
+	d.polled = time.Now()
+	var opts drift.Options
+	for name, td := range d.listed {
+		b, ok := d.baselines[name]
+		if !ok {
+			continue
+		}
+		switch {
+		case b.b.Hash == td.hash:
+			if td.status == driftChanged || td.status == driftAdded || td.status == driftRenamed {
+				td.status, td.renamedFrom, td.result, td.viewed = driftNone, "", drift.Result{Action: drift.ActionAllow}, nil
+			}
+		case td.hash != "" && td.status != driftRenamed && (old[name].b.Hash != b.b.Hash):
+			// The baseline was replaced elsewhere (an approval of
+			// another gateway's definition, another's first use): the
+			// listed definition is compared with the new one.
+			if opts.Actions == nil {
+				opts = drift.Options{Actions: d.actions(), Directives: d.directives}
+			}
+			td.status, td.renamedFrom, td.result, td.viewed = driftChanged, "", compareBaseline(b, td.tool, opts), nil
+		}
+	}
+}
+
+// compareBaseline is drift.Compare of a listed definition whose hash is
+// not its baseline's: never "none" (hashes differ but nothing classified,
+// a member outside the compared ones: still not the baseline, minor).
+func compareBaseline(b baselineDef, t mcp.Tool, opts drift.Options) drift.Result {
+	r := drift.Compare(b.tool, t, opts)
+	if r.Severity == drift.None {
+		r.Severity, r.Action = drift.Minor, opts.Actions[drift.Minor]
+		r.Changes = []drift.Change{{Kind: drift.KindDescriptionChanged, Severity: drift.Minor}}
+	}
+	return r
 }
 
 // poll reloads the store's state when another writer changed it, at most
@@ -256,12 +299,15 @@ func (d *driftTracker) poll() {
 	if due {
 		d.polled = time.Now()
 	}
-	version, loaded := d.version, d.loaded
 	d.mu.Unlock()
 	if !due || !d.polling.CompareAndSwap(false, true) {
 		return
 	}
 	defer d.polling.Store(false)
+	d.storeUnstored()
+	d.mu.Lock()
+	version, loaded, local := d.version, d.loaded, d.local
+	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	v, err := d.store.Version(ctx)
 	cancel()
@@ -278,12 +324,51 @@ func (d *driftTracker) poll() {
 		return
 	}
 	d.mu.Lock()
+	if d.local != local {
+		// The tracker changed its copy while the store was read (a hold
+		// placed, a baseline taken): what was read may predate it. The
+		// next call or listing polls again.
+		d.polled = time.Time{}
+		d.mu.Unlock()
+		return
+	}
 	if v >= d.version || !d.loaded {
 		d.installLocked(v, baselines, holds)
 	}
 	d.mu.Unlock()
 	if d.changed != nil {
 		d.changed()
+	}
+}
+
+// storeUnstored writes again the holds the store could not record (no
+// lock held while it writes): once stored, a hold is the store's like any
+// other, shown by gatehouse tools list and lifted by a person's release
+// or approval.
+func (d *driftTracker) storeUnstored() {
+	d.mu.Lock()
+	var qs []toolstate.Quarantine
+	for name := range d.unstored {
+		if q, ok := d.holds[name]; ok {
+			qs = append(qs, q)
+		}
+	}
+	d.mu.Unlock()
+	for _, q := range qs {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		err := d.store.Hold(ctx, q)
+		cancel()
+		if errors.Is(err, toolstate.ErrInvalid) {
+			continue // a value no store keeps: held in this gateway only
+		}
+		if err != nil {
+			return // still failing: tried again at the next poll
+		}
+		d.mu.Lock()
+		if cur, ok := d.holds[q.Tool]; ok && cur.At.Equal(q.At) && cur.Rule == q.Rule {
+			delete(d.unstored, q.Tool)
+		}
+		d.mu.Unlock()
 	}
 }
 
@@ -332,17 +417,10 @@ func (d *driftTracker) observe(page []mcp.Tool, first, complete bool, all []mcp.
 		if err != nil {
 			d.log.Warn("tools/list: a tool definition cannot be canonicalized; compared as changed", "name_bytes", len(t.Name), "err", err)
 		}
-		td := &toolDrift{hash: hash, status: driftNone, result: drift.Result{Action: drift.ActionAllow}}
+		td := &toolDrift{tool: t, hash: hash, status: driftNone, result: drift.Result{Action: drift.ActionAllow}}
 		if b, ok := d.baselines[t.Name]; ok {
 			if b.b.Hash != hash {
-				td.status, td.result = driftChanged, drift.Compare(b.tool, t, opts)
-				if td.result.Severity == drift.None {
-					// Hashes differ but nothing classified (a member
-					// outside the compared ones): still not the
-					// baseline.
-					td.result.Severity, td.result.Action = drift.Minor, opts.Actions[drift.Minor]
-					td.result.Changes = []drift.Change{{Kind: drift.KindDescriptionChanged, Severity: drift.Minor}}
-				}
+				td.status, td.result = driftChanged, compareBaseline(b, t, opts)
 			}
 		} else if hadBaselines || d.settings.Baseline == policy.BaselineRequire {
 			td.status = driftAdded
@@ -488,17 +566,19 @@ func (d *driftTracker) firstUseLocked(ctx context.Context, tools []mcp.Tool, opt
 			d.log.Error("tool state: a first-use baseline was refused as invalid", "err", err)
 			continue
 		case err != nil:
-			// The store failed: kept in this gateway all the same (until
-			// the next reload of the store), so that the tool's drift in
-			// a later listing is still found.
+			// The store failed: kept in this gateway all the same (across
+			// reloads, until the store has a baseline of the tool), so
+			// that the tool's drift in a later listing is still found.
 			d.log.Error("tool state: recording a first-use baseline failed; it is kept in this gateway only", "err", err)
 			b = mine
+			d.unstoredBase = setFlag(d.unstoredBase, t.Name)
 		case won:
 			d.record(kindToolBaseline, toolstate.BaselineRecord{ServerID: d.serverID, Tool: t.Name, Hash: b.Hash,
 				Origin: b.Origin, ApprovedBy: b.By, ApprovedAt: toolstate.LedgerTime(b.At)})
 		}
 		if bt, err := drift.Parse(b.Definition); err == nil {
 			d.baselines[t.Name] = baselineDef{b: b, tool: bt}
+			d.local++
 		}
 		if b.Hash != td.hash {
 			// Another gateway's first use won with another
@@ -696,6 +776,16 @@ func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 	if !known {
 		return out
 	}
+	if hash == "" {
+		// RFC 8785 cannot carry the definition (a number beyond
+		// float64's exact integers): it has no hash, so it can have no
+		// baseline and its drift can never be found. Refused (fail
+		// closed) rather than called as a tool that never drifts.
+		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift",
+			Reason: "the tool's definition cannot be canonicalized (RFC 8785), so it cannot be compared with a baseline", Code: CodeDenied}
+		out.decided = true
+		return out
+	}
 	b, hasBaseline := d.baselines[name]
 	if !hasBaseline && d.settings.Baseline == policy.BaselineRequire {
 		out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleBaselineRequired, ReasonCode: "baseline_required",
@@ -712,8 +802,11 @@ func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
 		// The catalog has a definition the tracker has not compared
 		// yet: a call decided between a listing's cataloguing and its
 		// comparison. Not the baseline: refused (fail closed); the
-		// comparison follows at once.
-		if hasBaseline && b.b.Hash != hash {
+		// comparison follows at once. A tool with no baseline on a
+		// server with baselines is refused too: the comparison will find
+		// it added or renamed, which drift.added and drift.renamed may
+		// hold.
+		if (hasBaseline && b.b.Hash != hash) || (!hasBaseline && len(d.baselines) > 0 && !d.firstListing) {
 			out.verdict = pipeline.Verdict{Action: pipeline.Deny, Stage: StageDrift, Rule: RuleDrift, ReasonCode: "drift",
 				Reason: "the tool's listed definition is not its baseline and has not been compared with it yet; try again", Code: CodeDenied}
 			out.decided = true
@@ -772,6 +865,7 @@ func (d *driftTracker) placeLocked(ctx context.Context, q toolstate.Quarantine) 
 		d.unstored = setFlag(d.unstored, q.Tool)
 	}
 	d.holds[q.Tool] = q
+	d.local++
 	d.log.Warn("tool quarantined: its calls are answered by the gateway until it is reviewed (gatehouse tools diff, approve or release)",
 		"server", linesafe.Text(q.ServerID), "tool", linesafe.Text(q.Tool), "rule", linesafe.Text(q.Rule), "severity", q.Severity)
 	d.record(kindToolQuarantine, toolstate.QuarantineRecord{ServerID: q.ServerID, Tool: q.Tool, Hash: q.Hash, Automatic: true,

@@ -144,14 +144,14 @@ func (m *Mem) Observe(ctx context.Context, obs []Observation) error {
 }
 
 // Approve implements [Store.Approve].
-func (m *Mem) Approve(ctx context.Context, a Approval) (Baseline, error) {
+func (m *Mem) Approve(ctx context.Context, a Approval) (Approved, error) {
 	a, err := PrepareApproval(a, time.Now())
 	if err != nil {
-		return Baseline{}, err
+		return Approved{}, err
 	}
 	db, err := m.lock()
 	if err != nil {
-		return Baseline{}, err
+		return Approved{}, err
 	}
 	defer db.mu.Unlock()
 	s, ok := db.tools[memKey{a.ServerID, a.Tool}]
@@ -161,16 +161,23 @@ func (m *Mem) Approve(ctx context.Context, a Approval) (Baseline, error) {
 	}
 	b, err := ApprovedBaseline(a, o)
 	if err != nil {
-		return Baseline{}, err
+		return Approved{}, err
+	}
+	out := Approved{Baseline: b}
+	if s.Baseline != nil {
+		p := s.Baseline.clone()
+		out.Previous = &p
 	}
 	c := b.clone()
 	s.Baseline = &c
 	s.Observed.Severity, s.Observed.Changes = SeverityNone, nil
 	if s.Quarantine != nil && s.Quarantine.Automatic {
+		q := s.Quarantine.clone()
+		out.Released = &q
 		s.Quarantine = nil
 	}
 	db.version++
-	return b, nil
+	return out, nil
 }
 
 // Hold implements [Store.Hold].

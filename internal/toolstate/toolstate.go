@@ -138,6 +138,16 @@ type Approval struct {
 	At         time.Time
 }
 
+// Approved is what [Store.Approve] did, read in its transaction: the
+// baseline now in force, the one it replaced (nil when there was none) and
+// the automatic hold it lifted (nil when none was lifted). Two approvals
+// racing on one tool each see only what they replaced themselves.
+type Approved struct {
+	Baseline
+	Previous *Baseline
+	Released *Quarantine
+}
+
 // Errors callers branch on.
 var (
 	// ErrChanged: the observed definition is not the one the approval
@@ -178,7 +188,7 @@ type Store interface {
 	// SeverityNone and its Changes to nil (it is the baseline now), and
 	// releases an automatic quarantine; a quarantine a person placed
 	// stays.
-	Approve(ctx context.Context, a Approval) (Baseline, error)
+	Approve(ctx context.Context, a Approval) (Approved, error)
 	// Hold places q, replacing a hold already there, except that an
 	// automatic q (a gateway's) never replaces a hold a person placed:
 	// that one stays, unchanged, and Hold returns nil.

@@ -122,6 +122,24 @@ func Open(ctx context.Context, dsn string) (toolstate.Store, error) {
 	return &store{pool: pool}, nil
 }
 
+// Exists reports whether the database dsn names (with its search_path)
+// holds a Gatehouse state: the tool-state tables or the audit ledger's.
+// It creates nothing: gatehouse tools refuses a --state where no gateway
+// ever recorded anything, as it refuses a SQLite file that does not exist.
+// The error is a connection or query failure.
+func Exists(ctx context.Context, dsn string) (bool, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return false, fmt.Errorf("toolstate: connecting to PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('tool_state_meta') IS NOT NULL OR to_regclass('ledger_meta') IS NOT NULL`).Scan(&ok); err != nil {
+		return false, fmt.Errorf("toolstate: PostgreSQL: looking for the state tables: %w", err)
+	}
+	return ok, nil
+}
+
 type store struct {
 	pool *pgxpool.Pool
 	// mu is held shared by every call and exclusively by Close, so
@@ -390,12 +408,12 @@ func (s *store) Observe(ctx context.Context, obs []toolstate.Observation) error 
 }
 
 // Approve implements toolstate.Store.
-func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Baseline, error) {
+func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Approved, error) {
 	a, err := toolstate.PrepareApproval(a, time.Now())
 	if err != nil {
-		return toolstate.Baseline{}, err
+		return toolstate.Approved{}, err
 	}
-	var b toolstate.Baseline
+	var out toolstate.Approved
 	err = s.write(ctx, fmt.Sprintf("approving tool %q of server %q", a.Tool, a.ServerID), func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		key := []any{a.ServerID, a.Tool}
 		os, err := observations(ctx, tx, whereKey, key)
@@ -406,8 +424,24 @@ func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Ba
 		if len(os) > 0 {
 			o = &os[0]
 		}
-		if b, err = toolstate.ApprovedBaseline(a, o); err != nil {
+		b, err := toolstate.ApprovedBaseline(a, o)
+		if err != nil {
 			return false, err
+		}
+		out = toolstate.Approved{Baseline: b}
+		prev, err := baselines(ctx, tx, whereKey, key)
+		if err != nil {
+			return false, err
+		}
+		if len(prev) > 0 {
+			out.Previous = &prev[0]
+		}
+		lifted, err := quarantines(ctx, tx, whereKey+" AND automatic", key)
+		if err != nil {
+			return false, err
+		}
+		if len(lifted) > 0 {
+			out.Released = &lifted[0]
 		}
 		if _, err := tx.Exec(ctx, upsertBaseline, baselineArgs(b)...); err != nil {
 			return false, fmt.Errorf("tool_baselines: %w", err)
@@ -421,9 +455,9 @@ func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Ba
 		return true, nil
 	})
 	if err != nil {
-		return toolstate.Baseline{}, err
+		return toolstate.Approved{}, err
 	}
-	return b, nil
+	return out, nil
 }
 
 // Hold implements toolstate.Store.

@@ -394,12 +394,12 @@ func (s *store) Observe(ctx context.Context, obs []toolstate.Observation) error 
 }
 
 // Approve implements toolstate.Store.
-func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Baseline, error) {
+func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Approved, error) {
 	a, err := toolstate.PrepareApproval(a, time.Now())
 	if err != nil {
-		return toolstate.Baseline{}, err
+		return toolstate.Approved{}, err
 	}
-	var b toolstate.Baseline
+	var out toolstate.Approved
 	err = s.write(ctx, fmt.Sprintf("approving tool %q of server %q", a.Tool, a.ServerID), func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		key := []any{a.ServerID, a.Tool}
 		os, err := observations(ctx, tx, " WHERE server_id = ? AND tool = ?", key)
@@ -410,8 +410,24 @@ func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Ba
 		if len(os) > 0 {
 			o = &os[0]
 		}
-		if b, err = toolstate.ApprovedBaseline(a, o); err != nil {
+		b, err := toolstate.ApprovedBaseline(a, o)
+		if err != nil {
 			return false, err
+		}
+		out = toolstate.Approved{Baseline: b}
+		prev, err := baselines(ctx, tx, " WHERE server_id = ? AND tool = ?", key)
+		if err != nil {
+			return false, err
+		}
+		if len(prev) > 0 {
+			out.Previous = &prev[0]
+		}
+		lifted, err := quarantines(ctx, tx, " WHERE server_id = ? AND tool = ? AND automatic", key)
+		if err != nil {
+			return false, err
+		}
+		if len(lifted) > 0 {
+			out.Released = &lifted[0]
 		}
 		if _, err := tx.ExecContext(ctx, upsertBaseline, baselineArgs(b)...); err != nil {
 			return false, fmt.Errorf("tool_baselines: %w", err)
@@ -426,9 +442,9 @@ func (s *store) Approve(ctx context.Context, a toolstate.Approval) (toolstate.Ba
 		return true, nil
 	})
 	if err != nil {
-		return toolstate.Baseline{}, err
+		return toolstate.Approved{}, err
 	}
-	return b, nil
+	return out, nil
 }
 
 // Hold implements toolstate.Store.

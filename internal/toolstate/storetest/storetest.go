@@ -59,6 +59,7 @@ func Run(t *testing.T, open Open) {
 		{"ObserveReplaces", testObserveReplaces},
 		{"Approve", testApprove},
 		{"ApproveReleasesAutomaticHold", testApproveReleases},
+		{"ApproveRace", testApproveRace},
 		{"HoldRelease", testHoldRelease},
 		{"AutomaticHoldKeepsPersons", testAutomaticHoldKeepsPersons},
 		{"Version", testVersion},
@@ -448,7 +449,8 @@ func testApprove(t *testing.T, open func() toolstate.Store) {
 	}
 	want := toolstate.Baseline{ServerID: "srv", Tool: "t", Hash: now.Hash, Definition: now.Definition,
 		Origin: toolstate.OriginApproval, By: "alice", Reason: ap.Reason, At: ap.At}
-	same(t, "Approve result", toolstate.ToolState{Baseline: &got}, toolstate.ToolState{Baseline: &want})
+	same(t, "Approve result", toolstate.ToolState{Baseline: &got.Baseline, Quarantine: got.Released}, toolstate.ToolState{Baseline: &want})
+	same(t, "Approve's replaced baseline", toolstate.ToolState{Baseline: got.Previous}, toolstate.ToolState{Baseline: &bl})
 	obs := now
 	obs.Severity, obs.Changes = toolstate.SeverityNone, nil
 	st := tool(t, b, "srv", "t")
@@ -476,6 +478,57 @@ func testApprove(t *testing.T, open func() toolstate.Store) {
 
 // testApproveReleases: an approval lifts a hold the gateway placed, not
 // one a person placed.
+// testApproveRace: approvals of one held tool racing from two stores (two
+// people's gatehouse tools approve) each report what they replaced, read
+// in their transaction: exactly one lifted the hold and replaced the
+// first-use baseline; the others replaced an approval.
+func testApproveRace(t *testing.T, open func() toolstate.Store) {
+	a, b := open(), open()
+	bl := baseline("srv", "t", 1)
+	if _, _, err := a.FirstUse(ctx, bl); err != nil {
+		t.Fatal(err)
+	}
+	o := observation("srv", "t", 2)
+	if err := a.Observe(ctx, []toolstate.Observation{o}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Hold(ctx, toolstate.Quarantine{ServerID: "srv", Tool: "t", Hash: o.Hash, Automatic: true, Severity: "critical", By: "gw-1", Reason: "drift"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	outs, errs := make([]toolstate.Approved, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = s.Approve(ctx, toolstate.Approval{ServerID: "srv", Tool: "t", ExpectHash: o.Hash, By: fmt.Sprint("person", i)})
+		}()
+	}
+	wg.Wait()
+	released, fromFirstUse := 0, 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Approve %d: %v", i, errs[i])
+		}
+		if outs[i].Released != nil {
+			released++
+		}
+		if p := outs[i].Previous; p == nil {
+			t.Errorf("Approve %d replaced no baseline", i)
+		} else if p.Origin == toolstate.OriginFirstUse {
+			fromFirstUse++
+		}
+	}
+	if released != 1 || fromFirstUse != 1 {
+		t.Errorf("%d approvals lifted the hold and %d replaced the first-use baseline, want 1 and 1", released, fromFirstUse)
+	}
+}
+
 func testApproveReleases(t *testing.T, open func() toolstate.Store) {
 	a, b := open(), open()
 	for _, name := range []string{"auto", "manual"} {

@@ -364,8 +364,12 @@ func TestProgressForwardedAtOnce(t *testing.T) {
 	if d := end.Sub(at[0]); d < 1900*time.Millisecond {
 		t.Errorf("the first progress arrived only %v before the result", d)
 	}
-	if d := end.Sub(at[2]); d < 200*time.Millisecond {
-		t.Errorf("the last progress arrived only %v before the result", d)
+	// The last one only has to come first: under the race detector on a
+	// loaded 2-core CI machine the server's own 3 s and 4 s timers once
+	// fired 66 us apart, the server process starved for a second; a
+	// gateway holding progress back would hold the first one too.
+	if !at[2].Before(end) {
+		t.Errorf("the last progress arrived with the result, not before it")
 	}
 	// client -> server, while a request is in flight.
 	h.Send(toolCall(`"s2"`, "sleep", `{"ms":1500}`))

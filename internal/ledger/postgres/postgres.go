@@ -131,6 +131,16 @@ func (s *pgStore) Init(ctx context.Context, proposed string) (string, error) {
 		if err != nil {
 			return err
 		}
+		if l.meta {
+			// Queue on the lock row first, as every writer does, before
+			// any statement below can lock what a writer holding it
+			// waits for (the deadlock of several processes opening one
+			// ledger while others append).
+			var held string
+			if err := tx.QueryRow(ctx, `SELECT value FROM ledger_meta WHERE key = 'ledger_id' FOR UPDATE`).Scan(&held); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("taking the ledger lock: %w", err)
+			}
+		}
 		if _, err := tx.Exec(ctx, postgresSchema); err != nil {
 			return fmt.Errorf("creating schema: %w", err)
 		}

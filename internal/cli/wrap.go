@@ -215,6 +215,17 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	} else {
 		fmt.Fprintln(stderr, defaultPolicyNotice(!f.noLedger, f.decisionLog, f.noScan, f.shadow))
 	}
+	// --baseline is checked before anything is created or spawned.
+	var baseline string
+	switch f.baseline {
+	case "":
+	case "first-use", policy.BaselineFirstUse:
+		baseline = policy.BaselineFirstUse
+	case policy.BaselineRequire:
+		baseline = policy.BaselineRequire
+	default:
+		return configError("--baseline %q: want first_use or require", f.baseline)
+	}
 	if f.decisionLog == "" && (f.eventSource != "") {
 		return configError("--event-source needs --decision-log")
 	}
@@ -339,15 +350,7 @@ func runWrap(ctx context.Context, f *wrapFlags, argv []string, stdin io.Reader, 
 	if f.shadow || pol.Settings().Mode == policy.ModeShadow {
 		fmt.Fprintln(stderr, "gatehouse: shadow mode: every verdict is recorded (shadow_decisions), none is enforced")
 	}
-	switch f.baseline {
-	case "":
-	case "first-use", policy.BaselineFirstUse:
-		cfg.Baseline = policy.BaselineFirstUse
-	case policy.BaselineRequire:
-		cfg.Baseline = policy.BaselineRequire
-	default:
-		return configError("--baseline %q: want first_use or require", f.baseline)
-	}
+	cfg.Baseline = baseline
 	if !f.noLedger {
 		// The tool baselines and holds live beside the ledger, in the
 		// same database (docs/drift.md); with --no-ledger, in memory for

@@ -123,6 +123,15 @@ func TestExitCodes(t *testing.T) {
 			wantCode: 78,
 		},
 		{
+			name: "config: unknown --baseline (nothing created: the --state file stays absent)",
+			args: func(m string) []string {
+				state := filepath.Join(filepath.Dir(m), "never", "ledger.db")
+				return []string{"wrap", "--baseline", "required", "--state", state, "--", fakeServerBin, "--marker", m}
+			},
+			wantCode: 78,
+			wantErr:  `--baseline "required": want first_use or require`,
+		},
+		{
 			name:     "server cannot be started",
 			args:     func(string) []string { return []string{"wrap", "--", "/nonexistent/mcp-server"} },
 			wantCode: 69,
@@ -145,6 +154,9 @@ func TestExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(stderr, tt.wantErr) {
 				t.Errorf("stderr lacks %q:\n%s", tt.wantErr, stderr)
+			}
+			if tt.wantCode == 78 && fileExists(filepath.Join(filepath.Dir(marker), "never")) {
+				t.Errorf("a refused configuration created its --state directory")
 			}
 			if tt.wantCode >= 64 && tt.wantCode < 128 && strings.TrimSpace(stderr) == "" {
 				t.Errorf("exit code %d without a message on stderr", tt.wantCode)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,9 +24,19 @@ import (
 // returns stdout, stderr and the exit code (as Main computes it).
 func runLedgerCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runCommands(stdin, func(out, errb io.Writer) []*cobra.Command {
+		return []*cobra.Command{newLedgerCmd(out, errb), newKeysCmd(out, errb)}
+	}, args...)
+}
+
+// runCommands runs `gatehouse ARGS` with the commands cmds makes (given
+// the stdout and stderr buffers), stdin as standard input, and returns
+// stdout, stderr and the exit code as Main computes it: an exitError's
+// code, 64 for any other error, whose message goes to stderr.
+func runCommands(stdin string, cmds func(out, errb io.Writer) []*cobra.Command, args ...string) (string, string, int) {
 	var out, errb bytes.Buffer
 	root := &cobra.Command{Use: "gatehouse", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newLedgerCmd(&out, &errb), newKeysCmd(&out, &errb))
+	root.AddCommand(cmds(&out, &errb)...)
 	root.SetArgs(args)
 	root.SetIn(strings.NewReader(stdin))
 	root.SetOut(&out)

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,23 +34,9 @@ const (
 // stdout, stderr and the exit code.
 func runReportCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	root := &cobra.Command{Use: "gatehouse", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newReportCmd(&out, &errb))
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := 0
-	if err := root.Execute(); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		} else {
-			code = 64
-		}
-		fmt.Fprintf(&errb, "gatehouse: %v\n", err)
-	}
-	return out.String(), errb.String(), code
+	return runCommands("", func(out, errb io.Writer) []*cobra.Command {
+		return []*cobra.Command{newReportCmd(out, errb)}
+	}, args...)
 }
 
 // rowsOf is the report's rows as "rule would enforced count", in order.

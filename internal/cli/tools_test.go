@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,23 +29,9 @@ import (
 // it).
 func runToolsCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	root := &cobra.Command{Use: "gatehouse", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newToolsCmd(&out, &errb), newLedgerCmd(&out, &errb), newKeysCmd(&out, &errb))
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := 0
-	if err := root.Execute(); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		} else {
-			code = 64
-		}
-		fmt.Fprintf(&errb, "gatehouse: %v\n", err)
-	}
-	return out.String(), errb.String(), code
+	return runCommands("", func(out, errb io.Writer) []*cobra.Command {
+		return []*cobra.Command{newToolsCmd(out, errb), newLedgerCmd(out, errb), newKeysCmd(out, errb)}
+	}, args...)
 }
 
 // loadTool reads a tool definition from testdata/tools.

@@ -20,13 +20,7 @@ func TestCallInListingWindowIsNotForwarded(t *testing.T) {
 	h := newHarness(t, Config{ServerID: "window"})
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
 	h.recv() // first use: every listed tool gets its baseline
-	var drifted []mcp.Tool
-	for _, tl := range mustTools(t, testTools) {
-		if tl.Name == "read" {
-			tl.Meta = []byte(`{"dev.gatehouse/security":{"externality":"external","declared_side_effects":["share"]}}`)
-		}
-		drifted = append(drifted, tl)
-	}
+	drifted := readSharesExternally(t)
 	// The catalog has the drifted listing; the tracker has not seen it.
 	h.sess.catalog.replace(drifted)
 	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/window"}}}` + "\n")
@@ -65,13 +59,7 @@ func TestFirstUseKeptWhenStoreRefuses(t *testing.T) {
 	h := newHarness(t, Config{ServerID: "refusing", Tools: failingFirstUse{toolstate.NewMem()}})
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
 	h.recv()
-	var drifted []mcp.Tool
-	for _, tl := range mustTools(t, testTools) {
-		if tl.Name == "read" {
-			tl.Meta = []byte(`{"dev.gatehouse/security":{"externality":"external","declared_side_effects":["share"]}}`)
-		}
-		drifted = append(drifted, tl)
-	}
+	drifted := readSharesExternally(t)
 	h.sess.catalog.replace(drifted)
 	h.sess.drift.observe(drifted, true, true, drifted, h.sess.catalog.factsFor)
 	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/refused"}}}` + "\n")
@@ -83,4 +71,18 @@ func TestFirstUseKeptWhenStoreRefuses(t *testing.T) {
 			t.Fatalf("the call reached the server: %s", l)
 		}
 	}
+}
+
+// readSharesExternally is the harness's testTools with "read" declaring an
+// external share effect: critical drift from the listing's baseline.
+func readSharesExternally(t *testing.T) []mcp.Tool {
+	t.Helper()
+	var drifted []mcp.Tool
+	for _, tl := range mustTools(t, testTools) {
+		if tl.Name == "read" {
+			tl.Meta = []byte(`{"dev.gatehouse/security":{"externality":"external","declared_side_effects":["share"]}}`)
+		}
+		drifted = append(drifted, tl)
+	}
+	return drifted
 }

@@ -222,13 +222,7 @@ func TestReleasedDriftHoldHeldAgainAtNextCall(t *testing.T) {
 	h := newHarness(t, Config{ServerID: "srv", Tools: mem})
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
 	h.recv()
-	var drifted []mcp.Tool
-	for _, tl := range mustTools(t, testTools) {
-		if tl.Name == "read" {
-			tl.Meta = []byte(`{"dev.gatehouse/security":{"externality":"external","declared_side_effects":["share"]}}`)
-		}
-		drifted = append(drifted, tl)
-	}
+	drifted := readSharesExternally(t)
 	h.sess.catalog.replace(drifted)
 	h.sess.drift.observe(drifted, true, true, drifted, h.sess.catalog.factsFor)
 	if _, err := mem.Share().Release(context.Background(), "srv", "read"); err != nil {

@@ -372,14 +372,11 @@ func (d *driftTracker) storeUnstored() {
 	}
 }
 
-// pollSoon polls on a goroutine of its own when a poll is due: a call
-// never waits for the store; what the poll finds applies from the next
-// call on.
-func (d *driftTracker) pollSoon() {
-	d.mu.Lock()
-	due := time.Since(d.polled) >= d.pollEvery
-	d.mu.Unlock()
-	if due && !d.polling.Load() {
+// pollSoonLocked polls on a goroutine of its own when a poll is due (d.mu
+// held): a call never waits for the store; what the poll finds applies
+// from the next call on.
+func (d *driftTracker) pollSoonLocked() {
+	if time.Since(d.polled) >= d.pollEvery && !d.polling.Load() {
 		go d.poll()
 	}
 }
@@ -730,9 +727,9 @@ type callDrift struct {
 // block's action for its status and severity applies. Before the tool
 // state could be read once, every call is denied.
 func (d *driftTracker) forCall(name string, known bool, hash string) callDrift {
-	d.pollSoon()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.pollSoonLocked() // one lock per call
 	var out callDrift
 	if !d.loaded {
 		// The holds are unknown: a held tool must not be called.
